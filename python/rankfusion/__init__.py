@@ -1,0 +1,11 @@
+"""rankfusion: fast, deterministic, explainable Reciprocal Rank Fusion.
+
+The functions here are the Rust core (``rankfusion._core``). ``rankfusion.reference`` holds the same
+functions in plain Python: the executable specification the core is tested against.
+"""
+
+from . import _reference as reference
+from ._core import Contribution, Hit, rrf
+
+__all__ = ["Contribution", "Hit", "reference", "rrf"]
+__version__ = "0.1.0"

@@ -1,0 +1,254 @@
+"""The reference implementation: SPEC.md written as plain Python.
+
+Read this file to learn what rankfusion computes. The Rust core (``rankfusion._core``) must return
+exactly what these functions return -- the same keys, in the same order, with bit-identical float64
+scores -- and raise the same exception types; the differential tests check that with Hypothesis.
+
+Nothing here is optimised. Every step is written the way the specification states it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+import operator
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterable, Optional, Sequence
+
+__all__ = ["Contribution", "Hit", "rrf"]
+
+DUPLICATES = ("first", "sum", "error")
+TIE_BREAKS = ("best_rank", "key")
+
+
+# --- result types -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One counted occurrence of a key: ``weight / (k + rank)`` from list ``list_index``."""
+
+    list_index: int
+    rank: int
+    weight: float
+    contribution: float
+    score: Optional[float] = None  # the list's own raw score, when the caller passed it
+
+    def to_dict(self) -> dict:
+        d = {
+            "list_index": self.list_index,
+            "rank": self.rank,
+            "weight": self.weight,
+            "contribution": self.contribution,
+        }
+        if self.score is not None:
+            d["score"] = self.score
+        return d
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A fused hit. Unpacks as ``key, score``; ``contributions`` is None unless ``trace=True``."""
+
+    key: Any
+    score: float
+    contributions: Optional[tuple] = None
+
+    def __iter__(self):
+        return iter((self.key, self.score))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index):
+        return (self.key, self.score)[index]
+
+    def to_dict(self) -> dict:
+        d = {"key": self.key, "score": self.score}
+        if self.contributions is not None:
+            d["contributions"] = [c.to_dict() for c in self.contributions]
+        return d
+
+
+# --- argument checking ------------------------------------------------------------------------
+# Order matters: both implementations check the arguments in the same order, so that a call with
+# several bad arguments raises the same exception type from both.
+
+
+def _as_list(value: Any, name: str) -> list:
+    """Any iterable but str/bytes/bytearray, materialised into a list (the input is not modified)."""
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"{name} must be an iterable of keys, not {type(value).__name__} {value!r}")
+    try:
+        iterator = iter(value)
+    except TypeError:
+        raise TypeError(f"{name} must be iterable, got {type(value).__name__} {value!r}") from None
+    return list(iterator)
+
+
+def _real(value: Any, name: str, *, finite: bool = True) -> float:
+    """A real number (int, float, numpy scalar, Fraction...; not bool) as a float64."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got {value!r}") from None
+    if finite and not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return x
+
+
+def _integer(value: Any, name: str, minimum: int) -> int:
+    """An integer (anything with __index__, not bool) that is >= minimum."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    n = operator.index(value)
+    if n < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+    return n
+
+
+def _choice(value: Any, name: str, choices: tuple) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {choices}, got {type(value).__name__} {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
+def canonical_sum(values: Iterable[float]) -> float:
+    """The SPEC's summation: ascending order of value, from 0.0, one float64 addition at a time.
+
+    Because the order depends only on the values, any permutation of the same values (lists given
+    in another order, say) gives bit-identical results.
+    """
+    total = 0.0
+    for v in sorted(values):
+        total += v
+    return total
+
+
+# --- Reciprocal Rank Fusion -------------------------------------------------------------------
+
+
+def rrf(
+    lists: Iterable[Iterable[Hashable]],
+    *,
+    k: float = 60,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: Optional[int] = None,
+    min_score: Optional[float] = None,
+    normalize: bool = False,
+    scores: Optional[Sequence[Optional[Sequence[float]]]] = None,
+    trace: bool = False,
+) -> list:
+    """Reciprocal Rank Fusion of ranked lists (best first). See SPEC.md and ``rankfusion.rrf``."""
+    # 1. Arguments, in signature order.
+    lists = [_as_list(lst, f"lists[{i}]") for i, lst in enumerate(_as_list(lists, "lists"))]
+    n = len(lists)
+    k = _real(k, "k")
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k!r}")
+    if weights is None:
+        weights = [1.0] * n
+    else:
+        weights = _as_list(weights, "weights")
+        if len(weights) != n:
+            raise ValueError(f"weights has {len(weights)} values for {n} lists")
+        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(weights)]
+    if window is not None:
+        window = _integer(window, "window", 1)
+    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
+    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
+    offset = _integer(offset, "offset", 0)
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+    if min_score is not None:
+        min_score = _real(min_score, "min_score")
+    normalize = _flag(normalize, "normalize")
+    raw_scores: list = [None] * n
+    if scores is not None:
+        scores = _as_list(scores, "scores")
+        if len(scores) != n:
+            raise ValueError(f"scores has {len(scores)} entries for {n} lists")
+        for i, s in enumerate(scores):
+            if s is None:
+                continue
+            s = _as_list(s, f"scores[{i}]")
+            if len(s) != len(lists[i]):
+                raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
+            raw_scores[i] = [_real(x, f"scores[{i}][{j}]", finite=False) for j, x in enumerate(s)]
+    trace = _flag(trace, "trace")
+
+    # Empty input (no lists, or only empty lists) is never an error: it gives no hits.
+    if all(len(lst) == 0 for lst in lists):
+        return []
+
+    # normalize divides by the largest score a key could reach with duplicates="first".
+    if normalize:
+        if not any(w > 0 for w in weights):
+            raise ValueError("normalize=True needs at least one list with a positive weight")
+        best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
+
+    # 2. The interleaved scan: rank 1 of list 0, rank 1 of list 1, ..., rank 2 of list 0, ...
+    #    A list of weight 0 is skipped entirely, and only the first `window` items are read.
+    #    A key's position in `found` (a dict keeps insertion order) is its first appearance.
+    read = [i for i in range(n) if weights[i] != 0]
+    depth = max((len(lists[i]) for i in read), default=0)
+    if window is not None:
+        depth = min(depth, window)
+    found: dict = {}  # key -> [first key object met, list of Contribution]
+    for position in range(depth):
+        rank = position + 1  # ranks are positions in the list as given: skipping never shifts them
+        for i in read:
+            if position >= len(lists[i]):
+                continue
+            key = lists[i][position]
+            entry = found.setdefault(key, [key, []])  # dict semantics: 1 == 1.0 == True
+            if duplicates != "sum" and any(c.list_index == i for c in entry[1]):
+                if duplicates == "error":
+                    raise ValueError(f"lists[{i}] has the key {key!r} more than once (rank {rank})")
+                continue  # "first": only the best (first) occurrence counts
+            w = weights[i]
+            raw = raw_scores[i][position] if raw_scores[i] is not None else None
+            entry[1].append(Contribution(i, rank, w, w / (k + rank), raw))
+
+    # 3. Scores: contributions added in ascending order of value; never inf or NaN.
+    hits = []
+    for key, contributions in found.values():
+        score = canonical_sum(c.contribution for c in contributions)
+        if not math.isfinite(score):
+            raise ValueError(f"the score of key {key!r} is not finite ({score}): weights too large")
+        if normalize:
+            score = score / best_possible
+            if not math.isfinite(score):
+                raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
+        contributions.sort(key=lambda c: (c.list_index, c.rank))
+        hits.append(Hit(key, score, tuple(contributions) if trace else None))
+
+    # 4. min_score drops hits below it (compared with the score as returned).
+    if min_score is not None:
+        hits = [h for h in hits if h.score >= min_score]
+
+    # 5. Order: score descending. Python's sort is stable, so tied hits stay in first-appearance
+    #    order; with tie_break="key" each group of tied scores is sorted by key, ascending.
+    hits.sort(key=lambda h: -h.score)
+    if tie_break == "key":
+        groups = itertools.groupby(hits, key=lambda h: h.score)
+        hits = [h for _, group in groups for h in sorted(group, key=lambda h: h.key)]
+
+    # 6. The page.
+    end = None if limit is None else offset + limit
+    return hits[offset:end]
