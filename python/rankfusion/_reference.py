@@ -14,7 +14,8 @@ import math
 import numbers
 import operator
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Optional, Sequence
+from collections.abc import Hashable
+from typing import Any, Iterable, Optional, Sequence
 
 __all__ = ["Contribution", "Hit", "rrf"]
 
@@ -201,6 +202,8 @@ def rrf(
         if not any(w > 0 for w in weights):
             raise ValueError("normalize=True needs at least one list with a positive weight")
         best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
+        if not (best_possible > 0 and math.isfinite(best_possible)):  # under- or overflow
+            raise ValueError(f"normalize=True: the largest possible score is {best_possible}")
 
     # 2. The interleaved scan: rank 1 of list 0, rank 1 of list 1, ..., rank 2 of list 0, ...
     #    A list of weight 0 is skipped entirely, and only the first `window` items are read.
@@ -216,6 +219,8 @@ def rrf(
             if position >= len(lists[i]):
                 continue
             key = lists[i][position]
+            if not isinstance(key, Hashable):
+                raise TypeError(f"lists[{i}][{position}] is not hashable: {key!r}")
             entry = found.setdefault(key, [key, []])  # dict semantics: 1 == 1.0 == True
             if duplicates != "sum" and any(c.list_index == i for c in entry[1]):
                 if duplicates == "error":

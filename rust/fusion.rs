@@ -1,0 +1,550 @@
+//! Reciprocal Rank Fusion over dense key ids, as SPEC.md defines it.
+//!
+//! The work is split in three steps so that every key type shares one algorithm:
+//! 1. [`scan`]: the interleaved scan (rank 1 of every list, then rank 2, ...). A caller-supplied
+//!    interner turns the item at (list, position) into a dense key id, new ids being handed out in
+//!    scan order, so *id order is first-appearance order*: the default tie break is "smaller id".
+//!    Duplicates inside a list are resolved here.
+//! 2. [`score`]: each key's contributions `w / (k + rank)` added in ascending order of value from
+//!    0.0 (the canonical sum), checked finite, optionally normalised.
+//! 3. [`rank`]: `min_score` filter, order (score descending, then a tie comparator), offset/limit.
+//!
+//! [`rrf`] composes them for any `K: Hash + Eq` (and `rrf_key_ties` for `K: Ord`).
+
+use std::cmp::Ordering;
+use std::hash::Hash;
+
+use hashbrown::{HashMap, HashSet};
+
+use crate::error::{Error, Result};
+
+pub type Hasher = foldhash::fast::RandomState;
+
+/// What a key that repeats inside one list does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Duplicates {
+    /// Only the first (best) occurrence counts.
+    First,
+    /// Every occurrence counts at its own rank.
+    Sum,
+    /// A repeat is an error.
+    Error,
+}
+
+impl Duplicates {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "first" => Some(Self::First),
+            "sum" => Some(Self::Sum),
+            "error" => Some(Self::Error),
+            _ => None,
+        }
+    }
+}
+
+/// How hits with bit-equal scores are ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TieBreak {
+    /// First appearance in the interleaved scan.
+    BestRank,
+    /// The key itself, ascending.
+    Key,
+}
+
+impl TieBreak {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "best_rank" => Some(Self::BestRank),
+            "key" => Some(Self::Key),
+            _ => None,
+        }
+    }
+}
+
+/// The parameters of one fusion, already type-checked. [`Params::check`] checks the values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    pub k: f64,
+    /// One weight per list; `None` means every list weighs 1.0.
+    pub weights: Option<Vec<f64>>,
+    pub window: Option<usize>,
+    pub duplicates: Duplicates,
+    pub tie_break: TieBreak,
+    pub offset: usize,
+    pub limit: Option<usize>,
+    pub min_score: Option<f64>,
+    pub normalize: bool,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            k: 60.0,
+            weights: None,
+            window: None,
+            duplicates: Duplicates::First,
+            tie_break: TieBreak::BestRank,
+            offset: 0,
+            limit: None,
+            min_score: None,
+            normalize: false,
+        }
+    }
+}
+
+// --- value checks, one per argument, shared by `Params::check` and the Python binding ----------
+
+pub fn check_k(k: f64) -> Result<f64> {
+    if !k.is_finite() {
+        return Err(Error::value("k", format!("k must be finite, got {k}")));
+    }
+    if k < 0.0 {
+        return Err(Error::value("k", format!("k must be >= 0, got {k}")));
+    }
+    Ok(k)
+}
+
+pub fn check_weights_len(n_weights: usize, n_lists: usize) -> Result<()> {
+    if n_weights != n_lists {
+        return Err(Error::value(
+            "weights",
+            format!("weights has {n_weights} values for {n_lists} lists"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn check_finite(name: &str, x: f64) -> Result<f64> {
+    if !x.is_finite() {
+        return Err(Error::value(
+            name,
+            format!("{name} must be finite, got {x}"),
+        ));
+    }
+    Ok(x)
+}
+
+pub fn check_window(window: usize) -> Result<usize> {
+    if window < 1 {
+        return Err(Error::value("window", "window must be >= 1, got 0"));
+    }
+    Ok(window)
+}
+
+impl Params {
+    /// Checks every value as the reference does and returns the weights resolved for `n_lists`.
+    pub fn check(&self, n_lists: usize) -> Result<Vec<f64>> {
+        check_k(self.k)?;
+        let weights = match &self.weights {
+            None => vec![1.0; n_lists],
+            Some(w) => {
+                check_weights_len(w.len(), n_lists)?;
+                for (i, &x) in w.iter().enumerate() {
+                    check_finite(&format!("weights[{i}]"), x)?;
+                }
+                w.clone()
+            }
+        };
+        if let Some(window) = self.window {
+            check_window(window)?;
+        }
+        if let Some(m) = self.min_score {
+            check_finite("min_score", m)?;
+        }
+        Ok(weights)
+    }
+}
+
+/// The canonical sum: ascending order of value, from 0.0, one f64 addition at a time. Sorts
+/// `values` in place. All values must be finite (contributions always are).
+#[inline]
+pub fn canonical_sum(values: &mut [f64]) -> f64 {
+    match values.len() {
+        0 => 0.0,
+        1 => 0.0 + values[0],
+        2 => {
+            let (a, b) = (values[0], values[1]);
+            let (lo, hi) = if b < a { (b, a) } else { (a, b) };
+            0.0 + lo + hi
+        }
+        _ => {
+            values.sort_unstable_by(f64::total_cmp);
+            values.iter().fold(0.0, |acc, &v| acc + v)
+        }
+    }
+}
+
+/// The normaliser of `normalize=True`: the canonical sum of `w / (k + 1)` over positive weights.
+/// `None` when no weight is positive.
+pub fn best_possible_score(weights: &[f64], k: f64) -> Option<f64> {
+    let mut tops: Vec<f64> = weights
+        .iter()
+        .filter(|&&w| w > 0.0)
+        .map(|&w| w / (k + 1.0))
+        .collect();
+    if tops.is_empty() {
+        None
+    } else {
+        Some(canonical_sum(&mut tops))
+    }
+}
+
+pub fn normalize_without_positive_weight() -> Error {
+    Error::value(
+        "normalize",
+        "normalize=True needs at least one list with a positive weight",
+    )
+}
+
+/// One counted occurrence of a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Occurrence {
+    pub key: u32,
+    pub list: u32,
+    /// 0-based position in the list as given (rank = position + 1).
+    pub position: u32,
+}
+
+/// The result of the interleaved scan.
+#[derive(Clone, Debug, Default)]
+pub struct Scan {
+    /// Key id -> (list, position) of the key's first occurrence in scan order.
+    pub first_seen: Vec<(u32, u32)>,
+    /// Counted occurrences, in scan order.
+    pub occurrences: Vec<Occurrence>,
+}
+
+impl Scan {
+    pub fn n_keys(&self) -> usize {
+        self.first_seen.len()
+    }
+}
+
+/// Remembers which lists a key has been counted in, for `duplicates` "first" and "error".
+enum SeenLists {
+    /// One bit per list, when there are at most 64 lists to read.
+    Bits(Vec<u64>),
+    Set(HashSet<(u32, u32), Hasher>),
+}
+
+impl SeenLists {
+    fn new(n_read_lists: usize) -> Self {
+        if n_read_lists <= 64 {
+            SeenLists::Bits(Vec::new())
+        } else {
+            SeenLists::Set(HashSet::default())
+        }
+    }
+
+    /// Marks (key, slot) and returns whether it was already marked. `slot` is the list's index
+    /// among the lists that are read.
+    #[inline]
+    fn insert(&mut self, key: u32, slot: usize) -> bool {
+        match self {
+            SeenLists::Bits(bits) => {
+                let key = key as usize;
+                if key >= bits.len() {
+                    bits.resize(key + 1, 0);
+                }
+                let mask = 1u64 << slot;
+                let seen = bits[key] & mask != 0;
+                bits[key] |= mask;
+                seen
+            }
+            SeenLists::Set(set) => !set.insert((key, slot as u32)),
+        }
+    }
+}
+
+/// The interleaved scan. `lens[i]` is the length of list i; lists whose weight is 0 are skipped
+/// entirely and only the first `window` items of each list are read. `intern(list, position)`
+/// must return the key id of that item: an existing id for a key already met, or exactly the
+/// number of distinct keys met so far for a new key. Its errors (`E: From<Error>`) stop the scan
+/// at once, so errors are raised in scan order whoever detects them.
+pub fn scan<E: From<Error>>(
+    lens: &[usize],
+    weights: &[f64],
+    window: Option<usize>,
+    duplicates: Duplicates,
+    mut intern: impl FnMut(usize, usize) -> std::result::Result<u32, E>,
+) -> std::result::Result<Scan, E> {
+    let read: Vec<usize> = (0..lens.len()).filter(|&i| weights[i] != 0.0).collect();
+    let mut depth = read.iter().map(|&i| lens[i]).max().unwrap_or(0);
+    if let Some(w) = window {
+        depth = depth.min(w);
+    }
+    let total: usize = read.iter().map(|&i| lens[i].min(depth)).sum();
+    let mut out = Scan {
+        first_seen: Vec::with_capacity(total),
+        occurrences: Vec::with_capacity(total),
+    };
+    let mut seen = match duplicates {
+        Duplicates::Sum => None,
+        _ => Some(SeenLists::new(read.len())),
+    };
+    for position in 0..depth {
+        for (slot, &list) in read.iter().enumerate() {
+            if position >= lens[list] {
+                continue;
+            }
+            let key = intern(list, position)?;
+            if key as usize == out.first_seen.len() {
+                out.first_seen.push((list as u32, position as u32));
+            }
+            if let Some(seen) = seen.as_mut() {
+                if seen.insert(key, slot) {
+                    if duplicates == Duplicates::Error {
+                        return Err(Error::DuplicateKey {
+                            list_index: list,
+                            position,
+                        }
+                        .into());
+                    }
+                    continue;
+                }
+            }
+            out.occurrences.push(Occurrence {
+                key,
+                list: list as u32,
+                position: position as u32,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Per-key scores and, grouped by key, the occurrences behind them.
+#[derive(Clone, Debug, Default)]
+pub struct Scores {
+    /// Key id -> score as returned (normalised when asked).
+    pub scores: Vec<f64>,
+    /// `occurrences[offsets[key]..offsets[key + 1]]` are the key's counted occurrences, in scan
+    /// order.
+    pub offsets: Vec<u32>,
+    pub occurrences: Vec<Occurrence>,
+}
+
+#[inline]
+pub fn contribution(weight: f64, k: f64, position: u32) -> f64 {
+    weight / (k + (position as f64 + 1.0))
+}
+
+/// Scores every key of `scan`: the canonical sum of its contributions, checked finite, then
+/// divided by `normalizer` when given (and checked again).
+pub fn score(scan: &Scan, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<Scores> {
+    let n_keys = scan.n_keys();
+    // Group occurrences by key with a counting sort (stable: scan order within a key).
+    let mut offsets = vec![0u32; n_keys + 1];
+    for occ in &scan.occurrences {
+        offsets[occ.key as usize + 1] += 1;
+    }
+    for i in 0..n_keys {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut cursor: Vec<u32> = offsets[..n_keys].to_vec();
+    let mut grouped = vec![
+        Occurrence {
+            key: 0,
+            list: 0,
+            position: 0
+        };
+        scan.occurrences.len()
+    ];
+    for occ in &scan.occurrences {
+        let c = &mut cursor[occ.key as usize];
+        grouped[*c as usize] = *occ;
+        *c += 1;
+    }
+    let mut scores = Vec::with_capacity(n_keys);
+    let mut values: Vec<f64> = Vec::new();
+    for key in 0..n_keys {
+        let occs = &grouped[offsets[key] as usize..offsets[key + 1] as usize];
+        values.clear();
+        values.extend(
+            occs.iter()
+                .map(|o| contribution(weights[o.list as usize], k, o.position)),
+        );
+        let mut s = canonical_sum(&mut values);
+        let (list_index, position) = scan.first_seen[key];
+        if !s.is_finite() {
+            return Err(Error::NonFiniteScore {
+                list_index: list_index as usize,
+                position: position as usize,
+                score: s,
+                normalized: false,
+            });
+        }
+        if let Some(top) = normalizer {
+            s /= top;
+            if !s.is_finite() {
+                return Err(Error::NonFiniteScore {
+                    list_index: list_index as usize,
+                    position: position as usize,
+                    score: s,
+                    normalized: true,
+                });
+            }
+        }
+        scores.push(s);
+    }
+    Ok(Scores {
+        scores,
+        offsets,
+        occurrences: grouped,
+    })
+}
+
+/// Orders keys by score descending, then by `ties` (a total order on key ids). Keys whose score
+/// is below `min_score` are dropped first; then the page `[offset, offset + limit)` is returned.
+/// Only the page is sorted fully when a limit is given.
+pub fn rank(
+    scores: &[f64],
+    min_score: Option<f64>,
+    offset: usize,
+    limit: Option<usize>,
+    ties: impl Fn(u32, u32) -> Ordering,
+) -> Vec<u32> {
+    let mut ids: Vec<u32> = match min_score {
+        None => (0..scores.len() as u32).collect(),
+        Some(m) => (0..scores.len() as u32)
+            .filter(|&i| scores[i as usize] >= m)
+            .collect(),
+    };
+    let cmp = |a: &u32, b: &u32| {
+        // Scores are finite: partial_cmp never fails; reversed for descending order.
+        match scores[*b as usize].partial_cmp(&scores[*a as usize]) {
+            Some(Ordering::Equal) | None => ties(*a, *b),
+            Some(o) => o,
+        }
+    };
+    let end = match limit {
+        Some(l) => offset.saturating_add(l).min(ids.len()),
+        None => ids.len(),
+    };
+    if offset >= end {
+        return Vec::new();
+    }
+    if end < ids.len() {
+        ids.select_nth_unstable_by(end - 1, cmp);
+        ids.truncate(end);
+    }
+    ids.sort_unstable_by(cmp);
+    ids.drain(..offset);
+    ids
+}
+
+/// What a fusion needs once the arguments are checked: the resolved weights and the normaliser.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub weights: Vec<f64>,
+    pub normalizer: Option<f64>,
+}
+
+/// Checks `params` for lists of lengths `lens`. `Ok(None)` for empty input (no lists, or only
+/// empty lists), which is never an error and gives no hits.
+pub fn plan(lens: &[usize], params: &Params) -> Result<Option<Plan>> {
+    let weights = params.check(lens.len())?;
+    if lens.iter().all(|&n| n == 0) {
+        return Ok(None);
+    }
+    let normalizer = if params.normalize {
+        let top = best_possible_score(&weights, params.k)
+            .ok_or_else(normalize_without_positive_weight)?;
+        if !(top > 0.0 && top.is_finite()) {
+            // Under- or overflow of extreme weights.
+            return Err(Error::value(
+                "normalize",
+                format!("normalize=True: the largest possible score is {top}"),
+            ));
+        }
+        Some(top)
+    } else {
+        None
+    };
+    Ok(Some(Plan {
+        weights,
+        normalizer,
+    }))
+}
+
+/// One fused hit of [`rrf`]: where its key was first met, and its score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub list_index: usize,
+    pub position: usize,
+    pub score: f64,
+}
+
+/// An interner for plain Rust keys: equal keys get one id, new ids in order of first sight.
+pub fn interner<'a, K: Hash + Eq>(
+    lists: &'a [&'a [K]],
+) -> impl FnMut(usize, usize) -> Result<u32> + 'a {
+    let mut ids: HashMap<&'a K, u32, Hasher> = HashMap::default();
+    move |list, position| {
+        let next = ids.len() as u32;
+        Ok(*ids.entry(&lists[list][position]).or_insert(next))
+    }
+}
+
+fn fuse<K: Hash + Eq>(
+    lists: &[&[K]],
+    params: &Params,
+    ties: impl Fn(&Scan, u32, u32) -> Ordering,
+) -> Result<Vec<Hit>> {
+    let lens: Vec<usize> = lists.iter().map(|l| l.len()).collect();
+    let Some(plan) = plan(&lens, params)? else {
+        return Ok(Vec::new());
+    };
+    let scan = scan(
+        &lens,
+        &plan.weights,
+        params.window,
+        params.duplicates,
+        interner(lists),
+    )?;
+    let scores = score(&scan, &plan.weights, params.k, plan.normalizer)?;
+    let ids = rank(
+        &scores.scores,
+        params.min_score,
+        params.offset,
+        params.limit,
+        |a, b| ties(&scan, a, b),
+    );
+    Ok(ids
+        .into_iter()
+        .map(|id| {
+            let (list_index, position) = scan.first_seen[id as usize];
+            Hit {
+                list_index: list_index as usize,
+                position: position as usize,
+                score: scores.scores[id as usize],
+            }
+        })
+        .collect())
+}
+
+/// RRF of `lists` for any hashable key type, ties in first-appearance order.
+/// `TieBreak::Key` needs ordered keys: use [`rrf_ord`].
+pub fn rrf<K: Hash + Eq>(lists: &[&[K]], params: &Params) -> Result<Vec<Hit>> {
+    if params.tie_break == TieBreak::Key {
+        return Err(Error::value(
+            "tie_break",
+            "tie_break=\"key\" needs ordered keys: use rrf_ord",
+        ));
+    }
+    fuse(lists, params, |_, a, b| a.cmp(&b))
+}
+
+/// RRF of `lists` for ordered keys; honours both tie breaks.
+pub fn rrf_ord<K: Hash + Eq + Ord>(lists: &[&[K]], params: &Params) -> Result<Vec<Hit>> {
+    match params.tie_break {
+        TieBreak::BestRank => fuse(lists, params, |_, a, b| a.cmp(&b)),
+        TieBreak::Key => fuse(lists, params, |scan, a, b| {
+            let key = |id: u32| {
+                let (l, p) = scan.first_seen[id as usize];
+                &lists[l as usize][p as usize]
+            };
+            key(a).cmp(key(b))
+        }),
+    }
+}

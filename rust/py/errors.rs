@@ -1,0 +1,66 @@
+//! Core errors -> Python exceptions, in one place.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::error::{Error, Kind};
+
+/// An error of a binding function: a core error, or a Python exception raised while extracting
+/// arguments or hashing/comparing keys (those propagate unchanged).
+pub enum BindError {
+    Core(Error),
+    Py(PyErr),
+}
+
+impl From<Error> for BindError {
+    fn from(e: Error) -> Self {
+        BindError::Core(e)
+    }
+}
+
+impl From<PyErr> for BindError {
+    fn from(e: PyErr) -> Self {
+        BindError::Py(e)
+    }
+}
+
+fn exception(kind: Kind, message: String) -> PyErr {
+    match kind {
+        Kind::Type => PyTypeError::new_err(message),
+        Kind::Value => PyValueError::new_err(message),
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        exception(e.kind(), e.to_string())
+    }
+}
+
+/// Converts `err`, rendering a key named by an error as the `repr` of the key object in `lists`.
+pub fn to_pyerr(err: BindError, lists: &[Bound<'_, PyTuple>]) -> PyErr {
+    match err {
+        BindError::Py(e) => e,
+        BindError::Core(e) => {
+            let key = match &e {
+                Error::DuplicateKey {
+                    list_index,
+                    position,
+                }
+                | Error::NonFiniteScore {
+                    list_index,
+                    position,
+                    ..
+                } => lists
+                    .get(*list_index)
+                    .and_then(|t| t.get_item(*position).ok())
+                    .and_then(|k| k.repr().ok())
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| format!("lists[{list_index}][{position}]")),
+                _ => String::new(),
+            };
+            exception(e.kind(), e.message_with_key(&key))
+        }
+    }
+}

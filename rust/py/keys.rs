@@ -1,0 +1,131 @@
+//! Keys: the exact-int fast path (hashed in Rust, GIL released) and the Python path (any hashable,
+//! with a Python dict's semantics: identity, then equal hash and `==`).
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyInt, PyTuple, PyType};
+use pyo3::{ffi, Borrowed};
+
+use super::args::repr;
+
+/// The read part of every list as i64, when every item that will be read (lists of non-zero
+/// weight, first `window` items) is an exact `int` that fits in i64. Lists that are not read are
+/// left empty. `None` when another key type is met.
+pub fn exact_ints(
+    lists: &[Bound<'_, PyTuple>],
+    weights: &[f64],
+    window: Option<usize>,
+) -> Option<Vec<Vec<i64>>> {
+    let mut out = Vec::with_capacity(lists.len());
+    for (list, &w) in lists.iter().zip(weights) {
+        if w == 0.0 {
+            out.push(Vec::new());
+            continue;
+        }
+        let n = list.len().min(window.unwrap_or(usize::MAX));
+        let mut ints = Vec::with_capacity(n);
+        for i in 0..n {
+            // SAFETY: i < len.
+            let item = unsafe { list.get_borrowed_item_unchecked(i) };
+            if !item.is_exact_instance_of::<PyInt>() {
+                return None;
+            }
+            // SAFETY: an exact int; PyLong_AsLongLong only fails (with -1 and an exception set)
+            // on overflow, which sends us to the Python path.
+            let v = unsafe { ffi::PyLong_AsLongLong(item.as_ptr()) };
+            if v == -1 && unsafe { !ffi::PyErr_Occurred().is_null() } {
+                unsafe { ffi::PyErr_Clear() };
+                return None;
+            }
+            ints.push(v);
+        }
+        out.push(ints);
+    }
+    Some(out)
+}
+
+fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static HASHABLE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    HASHABLE.import(py, "collections.abc", "Hashable")
+}
+
+/// Interns Python keys into dense ids (new ids in order of first sight), as a `dict` would
+/// identify them. Exceptions raised by a key's `__hash__` or `__eq__` propagate unchanged; an
+/// item whose type is not hashable at all is a TypeError naming its position.
+pub struct PyInterner<'a, 'py> {
+    lists: &'a [Bound<'py, PyTuple>],
+    table: HashTable<u32>,
+    hashes: Vec<isize>,
+    objects: Vec<Borrowed<'a, 'py, PyAny>>,
+    state: foldhash::fast::FixedState,
+}
+
+impl<'a, 'py> PyInterner<'a, 'py> {
+    pub fn new(lists: &'a [Bound<'py, PyTuple>]) -> Self {
+        PyInterner {
+            lists,
+            table: HashTable::new(),
+            hashes: Vec::new(),
+            objects: Vec::new(),
+            state: foldhash::fast::FixedState::default(),
+        }
+    }
+
+    pub fn intern(&mut self, list: usize, position: usize) -> PyResult<u32> {
+        // SAFETY: the scan only asks for positions inside the list.
+        let key = unsafe { self.lists[list].get_borrowed_item_unchecked(position) };
+        let hash = match key.hash() {
+            Ok(h) => h,
+            Err(e) => {
+                let py = key.py();
+                if !key.is_instance(hashable_type(py)?)? {
+                    return Err(PyTypeError::new_err(format!(
+                        "lists[{list}][{position}] is not hashable: {}",
+                        repr(&key)
+                    )));
+                }
+                return Err(e);
+            }
+        };
+        let h64 = self.state.hash_one(hash);
+        let mut error = None;
+        let (hashes, objects) = (&self.hashes, &self.objects);
+        let found = self.table.find(h64, |&id| {
+            if error.is_some() || hashes[id as usize] != hash {
+                return false;
+            }
+            let stored = objects[id as usize];
+            if stored.is(&*key) {
+                return true;
+            }
+            // SAFETY: two valid objects, GIL held. -1 means an exception is set.
+            match unsafe {
+                ffi::PyObject_RichCompareBool(stored.as_ptr(), key.as_ptr(), ffi::Py_EQ)
+            } {
+                1 => true,
+                0 => false,
+                _ => {
+                    error = Some(PyErr::fetch(key.py()));
+                    false
+                }
+            }
+        });
+        if let Some(e) = error {
+            return Err(e);
+        }
+        if let Some(&id) = found {
+            return Ok(id);
+        }
+        let id = self.objects.len() as u32;
+        let (state, hashes) = (&self.state, &self.hashes);
+        self.table
+            .insert_unique(h64, id, |&i| state.hash_one(hashes[i as usize]));
+        self.hashes.push(hash);
+        self.objects.push(key);
+        Ok(id)
+    }
+}

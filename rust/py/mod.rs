@@ -1,0 +1,21 @@
+//! The PyO3 binding layer: the only module that knows about Python.
+//!
+//! Each function extracts its Python arguments into Rust values (checking them in the order the
+//! reference does, so both raise the same exception for the same call), runs the pure-Rust core
+//! with the GIL released where no Python object is touched, and builds the Python results.
+
+mod args;
+mod errors;
+mod keys;
+mod results;
+mod rrf;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<results::Hit>()?;
+    m.add_class::<results::Contribution>()?;
+    m.add_function(wrap_pyfunction!(rrf::rrf, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,359 @@
+//! `rrf`: argument extraction, the two key paths, result building.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use super::args::{as_tuple, choice, flag, integer, real, Arg};
+use super::errors::{to_pyerr, BindError};
+use super::keys::{exact_ints, PyInterner};
+use super::results::{Contribution, Hit};
+use crate::fusion::{self, Duplicates, Params, Plan, Scan, Scores, TieBreak};
+
+/// Everything `rrf` needs, extracted and checked in the reference's order.
+pub struct RrfArgs<'py> {
+    pub lists: Vec<Bound<'py, PyTuple>>,
+    pub params: Params,
+    /// Per list, the caller's raw scores (only carried into traces).
+    pub raw_scores: Vec<Option<Vec<f64>>>,
+    pub trace: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn extract_args<'py>(
+    lists: &Bound<'py, PyAny>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Arg<'py>,
+    tie_break: Arg<'py>,
+    offset: Arg<'py>,
+    limit: Option<Bound<'py, PyAny>>,
+    min_score: Option<Bound<'py, PyAny>>,
+    normalize: Arg<'py>,
+    scores: Option<Bound<'py, PyAny>>,
+    trace: Arg<'py>,
+) -> PyResult<RrfArgs<'py>> {
+    let outer = as_tuple(lists, "lists")?;
+    let lists = outer
+        .iter()
+        .enumerate()
+        .map(|(i, l)| as_tuple(&l, &format!("lists[{i}]")))
+        .collect::<PyResult<Vec<_>>>()?;
+    let n = lists.len();
+    let k = match k {
+        Arg::Missing => 60.0,
+        Arg::Given(v) => {
+            let k = real(&v, "k", true)?;
+            if k < 0.0 {
+                return Err(PyValueError::new_err(format!(
+                    "k must be >= 0, got {}",
+                    k.into_pyobject(v.py())?.repr()?
+                )));
+            }
+            k
+        }
+    };
+    let weights = match weights {
+        None => None,
+        Some(w) => {
+            let w = as_tuple(&w, "weights")?;
+            fusion::check_weights_len(w.len(), n)?;
+            Some(
+                w.iter()
+                    .enumerate()
+                    .map(|(i, x)| real(&x, &format!("weights[{i}]"), true))
+                    .collect::<PyResult<Vec<f64>>>()?,
+            )
+        }
+    };
+    let window = window.map(|w| integer(&w, "window", 1)).transpose()?;
+    let duplicates = match duplicates {
+        Arg::Missing => Duplicates::First,
+        Arg::Given(v) => Duplicates::parse(choice(&v, "duplicates", &["first", "sum", "error"])?)
+            .unwrap_or(Duplicates::First),
+    };
+    let tie_break = match tie_break {
+        Arg::Missing => TieBreak::BestRank,
+        Arg::Given(v) => TieBreak::parse(choice(&v, "tie_break", &["best_rank", "key"])?)
+            .unwrap_or(TieBreak::BestRank),
+    };
+    let offset = match offset {
+        Arg::Missing => 0,
+        Arg::Given(v) => integer(&v, "offset", 0)?,
+    };
+    let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
+    let min_score = min_score.map(|m| real(&m, "min_score", true)).transpose()?;
+    let normalize = match normalize {
+        Arg::Missing => false,
+        Arg::Given(v) => flag(&v, "normalize")?,
+    };
+    let mut raw_scores = vec![None; n];
+    if let Some(s) = scores {
+        let s = as_tuple(&s, "scores")?;
+        if s.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "scores has {} entries for {n} lists",
+                s.len()
+            )));
+        }
+        for (i, item) in s.iter().enumerate() {
+            if item.is_none() {
+                continue;
+            }
+            let name = format!("scores[{i}]");
+            let values = as_tuple(&item, &name)?;
+            if values.len() != lists[i].len() {
+                return Err(PyValueError::new_err(format!(
+                    "{name} has {} values for {} keys",
+                    values.len(),
+                    lists[i].len()
+                )));
+            }
+            raw_scores[i] = Some(
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(j, x)| real(&x, &format!("{name}[{j}]"), false))
+                    .collect::<PyResult<Vec<f64>>>()?,
+            );
+        }
+    }
+    let trace = match trace {
+        Arg::Missing => false,
+        Arg::Given(v) => flag(&v, "trace")?,
+    };
+    Ok(RrfArgs {
+        lists,
+        params: Params {
+            k,
+            weights,
+            window,
+            duplicates,
+            tie_break,
+            offset,
+            limit,
+            min_score,
+            normalize,
+        },
+        raw_scores,
+        trace,
+    })
+}
+
+/// The fused result before Python objects are built: the scan, the scores, and the key ids of the
+/// page in output order.
+pub struct Fused {
+    pub scan: Scan,
+    pub scores: Scores,
+    pub page: Vec<u32>,
+}
+
+/// Fuses checked arguments. Exact-int keys run entirely with the GIL released; any other keys
+/// are interned with the GIL held (their `__hash__`/`__eq__` are Python), then scored and ranked
+/// with the GIL released.
+pub fn fuse(py: Python<'_>, args: &RrfArgs<'_>, plan: &Plan) -> Result<Fused, BindError> {
+    let p = &args.params;
+    if let Some(ints) = exact_ints(&args.lists, &plan.weights, p.window) {
+        return py.detach(|| {
+            let slices: Vec<&[i64]> = ints.iter().map(|v| v.as_slice()).collect();
+            let lens: Vec<usize> = slices.iter().map(|s| s.len()).collect();
+            let scan = fusion::scan(
+                &lens,
+                &plan.weights,
+                p.window,
+                p.duplicates,
+                fusion::interner(&slices),
+            )?;
+            let scores = fusion::score(&scan, &plan.weights, p.k, plan.normalizer)?;
+            let key = |id: u32| {
+                let (l, pos) = scan.first_seen[id as usize];
+                slices[l as usize][pos as usize]
+            };
+            let page = match p.tie_break {
+                TieBreak::BestRank => {
+                    fusion::rank(&scores.scores, p.min_score, p.offset, p.limit, |a, b| {
+                        a.cmp(&b)
+                    })
+                }
+                TieBreak::Key => {
+                    fusion::rank(&scores.scores, p.min_score, p.offset, p.limit, |a, b| {
+                        key(a).cmp(&key(b))
+                    })
+                }
+            };
+            Ok(Fused { scan, scores, page })
+        });
+    }
+
+    let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
+    let mut interner = PyInterner::new(&args.lists);
+    let scan = fusion::scan(&lens, &plan.weights, p.window, p.duplicates, |l, pos| {
+        interner.intern(l, pos).map_err(BindError::Py)
+    })?;
+    let (scores, order) = py.detach(|| -> Result<_, BindError> {
+        let scores = fusion::score(&scan, &plan.weights, p.k, plan.normalizer)?;
+        let order = match p.tie_break {
+            TieBreak::BestRank => {
+                fusion::rank(&scores.scores, p.min_score, p.offset, p.limit, |a, b| {
+                    a.cmp(&b)
+                })
+            }
+            // The whole order: tie groups are sorted by Python below, then the page is cut.
+            TieBreak::Key => fusion::rank(&scores.scores, p.min_score, 0, None, |a, b| a.cmp(&b)),
+        };
+        Ok((scores, order))
+    })?;
+    let page = match p.tie_break {
+        TieBreak::BestRank => order,
+        TieBreak::Key => {
+            let sorted = sort_ties_by_key(py, &args.lists, &scan, &scores.scores, order)?;
+            let end = p.limit.map_or(sorted.len(), |l| {
+                p.offset.saturating_add(l).min(sorted.len())
+            });
+            sorted
+                .get(p.offset..end)
+                .map(<[u32]>::to_vec)
+                .unwrap_or_default()
+        }
+    };
+    Ok(Fused { scan, scores, page })
+}
+
+/// Sorts each run of equal scores by key with Python's own `sorted` (the same comparisons, in the
+/// same order, as the reference), so incomparable keys raise the same TypeError.
+fn sort_ties_by_key(
+    py: Python<'_>,
+    lists: &[Bound<'_, PyTuple>],
+    scan: &Scan,
+    scores: &[f64],
+    mut order: Vec<u32>,
+) -> PyResult<Vec<u32>> {
+    let sorted = py.import("builtins")?.getattr("sorted")?;
+    let key_object = |id: u32| {
+        let (l, pos) = scan.first_seen[id as usize];
+        lists[l as usize].get_item(pos as usize)
+    };
+    let mut start = 0;
+    while start < order.len() {
+        let s = scores[order[start] as usize];
+        let mut end = start + 1;
+        while end < order.len() && scores[order[end] as usize] == s {
+            end += 1;
+        }
+        if end - start > 1 {
+            let run = &mut order[start..end];
+            let keys = PyList::new(
+                py,
+                run.iter()
+                    .map(|&id| key_object(id))
+                    .collect::<PyResult<Vec<_>>>()?,
+            )?;
+            let kw = pyo3::types::PyDict::new(py);
+            kw.set_item("key", keys.getattr("__getitem__")?)?;
+            let perm: Vec<usize> = sorted
+                .call(
+                    (pyo3::types::PyRange::new(py, 0, run.len() as isize)?,),
+                    Some(&kw),
+                )?
+                .extract()?;
+            let before = run.to_vec();
+            for (slot, &i) in run.iter_mut().zip(&perm) {
+                *slot = before[i];
+            }
+        }
+        start = end;
+    }
+    Ok(order)
+}
+
+/// Builds the Python hits of the page.
+pub fn build_hits<'py>(
+    py: Python<'py>,
+    args: &RrfArgs<'py>,
+    plan: &Plan,
+    fused: &Fused,
+) -> PyResult<Bound<'py, PyList>> {
+    let k = args.params.k;
+    let hits = fused
+        .page
+        .iter()
+        .map(|&id| {
+            let (l, pos) = fused.scan.first_seen[id as usize];
+            let key = args.lists[l as usize].get_item(pos as usize)?.unbind();
+            let contributions = if args.trace {
+                let s = &fused.scores;
+                let mut occs = s.occurrences
+                    [s.offsets[id as usize] as usize..s.offsets[id as usize + 1] as usize]
+                    .to_vec();
+                occs.sort_unstable_by_key(|o| (o.list, o.position));
+                let items = occs
+                    .iter()
+                    .map(|o| {
+                        let w = plan.weights[o.list as usize];
+                        Py::new(
+                            py,
+                            Contribution {
+                                list_index: o.list as usize,
+                                rank: o.position as usize + 1,
+                                weight: w,
+                                contribution: fusion::contribution(w, k, o.position),
+                                score: args.raw_scores[o.list as usize]
+                                    .as_ref()
+                                    .map(|v| v[o.position as usize]),
+                            },
+                        )
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                Some(PyTuple::new(py, items)?.unbind())
+            } else {
+                None
+            };
+            Py::new(
+                py,
+                Hit {
+                    key,
+                    score: fused.scores.scores[id as usize],
+                    contributions,
+                },
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, hits)
+}
+
+/// Reciprocal Rank Fusion of ranked lists. See `rankfusion.rrf` (the .pyi) and SPEC.md.
+#[pyfunction]
+#[pyo3(
+    signature = (lists, *, k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
+                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
+                 normalize=Arg::Missing, scores=None, trace=Arg::Missing),
+    text_signature = "(lists, *, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, trace=False)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn rrf<'py>(
+    py: Python<'py>,
+    lists: &Bound<'py, PyAny>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Arg<'py>,
+    tie_break: Arg<'py>,
+    offset: Arg<'py>,
+    limit: Option<Bound<'py, PyAny>>,
+    min_score: Option<Bound<'py, PyAny>>,
+    normalize: Arg<'py>,
+    scores: Option<Bound<'py, PyAny>>,
+    trace: Arg<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let args = extract_args(
+        lists, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize,
+        scores, trace,
+    )?;
+    let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
+    let Some(plan) = fusion::plan(&lens, &args.params)? else {
+        return Ok(PyList::empty(py));
+    };
+    let fused = fuse(py, &args, &plan).map_err(|e| to_pyerr(e, &args.lists))?;
+    build_hits(py, &args, &plan, &fused)
+}
