@@ -228,9 +228,10 @@ enum SeenLists {
 }
 
 impl SeenLists {
-    fn new(n_read_lists: usize) -> Self {
+    /// `max_keys` bounds the number of distinct keys (the number of items read).
+    fn new(n_read_lists: usize, max_keys: usize) -> Self {
         if n_read_lists <= 64 {
-            SeenLists::Bits(Vec::new())
+            SeenLists::Bits(vec![0; max_keys])
         } else {
             SeenLists::Set(HashSet::default())
         }
@@ -280,7 +281,7 @@ pub fn scan<E: From<Error>>(
     };
     let mut seen = match duplicates {
         Duplicates::Sum => None,
-        _ => Some(SeenLists::new(read.len())),
+        _ => Some(SeenLists::new(read.len(), total)),
     };
     for position in 0..depth {
         for (slot, &list) in read.iter().enumerate() {
@@ -479,7 +480,9 @@ pub struct Hit {
 pub fn interner<'a, K: Hash + Eq>(
     lists: &'a [&'a [K]],
 ) -> impl FnMut(usize, usize) -> Result<u32> + 'a {
-    let mut ids: HashMap<&'a K, u32, Hasher> = HashMap::default();
+    let total = lists.iter().map(|l| l.len()).sum();
+    let mut ids: HashMap<&'a K, u32, Hasher> =
+        HashMap::with_capacity_and_hasher(total, Hasher::default());
     move |list, position| {
         let next = ids.len() as u32;
         Ok(*ids.entry(&lists[list][position]).or_insert(next))
@@ -546,5 +549,227 @@ pub fn rrf_ord<K: Hash + Eq + Ord>(lists: &[&[K]], params: &Params) -> Result<Ve
             };
             key(a).cmp(key(b))
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> Params {
+        Params::default()
+    }
+
+    fn keys<'a>(lists: &[&[&'a str]], hits: &[Hit]) -> Vec<&'a str> {
+        hits.iter()
+            .map(|h| lists[h.list_index][h.position])
+            .collect()
+    }
+
+    #[test]
+    fn weighted_example_from_the_issue() {
+        let lists: [&[&str]; 2] = [&["c1", "c2"], &["c2", "c3"]];
+        let p = Params {
+            k: 10.0,
+            weights: Some(vec![1.0, 2.0]),
+            ..params()
+        };
+        let hits = rrf(&lists, &p).unwrap();
+        assert_eq!(keys(&lists, &hits), ["c2", "c3", "c1"]);
+        assert_eq!(hits[0].score, 0.0 + 1.0 / 12.0 + 2.0 / 11.0);
+        assert_eq!(hits[1].score, 2.0 / 12.0);
+        assert_eq!(hits[2].score, 1.0 / 11.0);
+    }
+
+    #[test]
+    fn zero_weight_skips_the_list() {
+        let lists: [&[&str]; 2] = [&["a", "b"], &["b", "c"]];
+        let p = Params {
+            k: 1.0,
+            weights: Some(vec![1.0, 0.0]),
+            ..params()
+        };
+        let hits = rrf(&lists, &p).unwrap();
+        assert_eq!(keys(&lists, &hits), ["a", "b"]);
+        assert_eq!(hits[0].score, 0.5);
+        assert_eq!(hits[1].score, 1.0 / 3.0);
+        let none = Params {
+            weights: Some(vec![0.0, 0.0]),
+            ..p
+        };
+        assert!(rrf(&lists, &none).unwrap().is_empty());
+    }
+
+    #[test]
+    fn interleaved_tie_order_and_overlap() {
+        let lists: [&[&str]; 2] = [&["a", "b", "x"], &["c", "d", "x"]];
+        let hits = rrf(&lists, &params()).unwrap();
+        assert_eq!(keys(&lists, &hits), ["x", "a", "c", "b", "d"]);
+        assert_eq!(hits[1].score, 1.0 / 61.0);
+        assert_eq!(hits[1].score, hits[2].score);
+    }
+
+    #[test]
+    fn list_order_never_changes_score_bits() {
+        let a: &[u32] = &[1, 2, 3, 4, 5, 6, 7];
+        let b: &[u32] = &[7, 6, 5, 4, 3, 2, 1];
+        let c: &[u32] = &[4, 1, 7];
+        let w = |ws: [f64; 3]| Params {
+            k: 0.5,
+            weights: Some(ws.to_vec()),
+            ..params()
+        };
+        let forward = rrf(&[a, b, c], &w([1.0, 0.3, 1e-3])).unwrap();
+        let backward = rrf(&[c, b, a], &w([1e-3, 0.3, 1.0])).unwrap();
+        let by_key = |lists: [&[u32]; 3], hits: Vec<Hit>| {
+            let mut v: Vec<(u32, u64)> = hits
+                .iter()
+                .map(|h| (lists[h.list_index][h.position], h.score.to_bits()))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(by_key([a, b, c], forward), by_key([c, b, a], backward));
+    }
+
+    #[test]
+    fn duplicates_policies() {
+        let lists: [&[&str]; 1] = [&["a", "b", "a"]];
+        let first = rrf(&lists, &params()).unwrap();
+        assert_eq!(first[0].score, 1.0 / 61.0);
+        let sum = rrf(
+            &lists,
+            &Params {
+                duplicates: Duplicates::Sum,
+                ..params()
+            },
+        )
+        .unwrap();
+        assert_eq!(sum[0].score, 0.0 + 1.0 / 63.0 + 1.0 / 61.0);
+        let err = rrf(
+            &lists,
+            &Params {
+                duplicates: Duplicates::Error,
+                ..params()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            Error::DuplicateKey {
+                list_index: 0,
+                position: 2
+            }
+        );
+    }
+
+    #[test]
+    fn window_paging_and_min_score() {
+        let lists: [&[i64]; 2] = [&[1, 2, 3, 4], &[4, 3, 9, 8]];
+        let p = Params {
+            window: Some(2),
+            ..params()
+        };
+        let hits = rrf(&lists, &p).unwrap();
+        let got: Vec<i64> = hits
+            .iter()
+            .map(|h| lists[h.list_index][h.position])
+            .collect();
+        assert_eq!(got, [1, 4, 2, 3]);
+        let page = Params {
+            offset: 1,
+            limit: Some(2),
+            ..p.clone()
+        };
+        let hits = rrf(&lists, &page).unwrap();
+        assert_eq!(hits.len(), 2);
+        assert_eq!(lists[hits[0].list_index][hits[0].position], 4);
+        let high = Params {
+            min_score: Some(1.0 / 61.0),
+            ..p
+        };
+        assert_eq!(rrf(&lists, &high).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn key_tie_break_and_normalize() {
+        let lists: [&[&str]; 2] = [&["b", "a"], &["a", "b"]];
+        let p = Params {
+            tie_break: TieBreak::Key,
+            normalize: true,
+            ..params()
+        };
+        let hits = rrf_ord(&lists, &p).unwrap();
+        assert_eq!(keys(&lists, &hits), ["a", "b"]);
+        let top = 0.0 + 1.0 / 61.0 + 1.0 / 61.0;
+        assert_eq!(hits[0].score, (0.0 + 1.0 / 62.0 + 1.0 / 61.0) / top);
+        assert!(rrf(&lists, &p).is_err());
+    }
+
+    #[test]
+    fn bad_values_are_errors_not_panics() {
+        let lists: [&[&str]; 1] = [&["a"]];
+        for p in [
+            Params {
+                k: -1.0,
+                ..params()
+            },
+            Params {
+                k: f64::NAN,
+                ..params()
+            },
+            Params {
+                weights: Some(vec![1.0, 2.0]),
+                ..params()
+            },
+            Params {
+                weights: Some(vec![f64::INFINITY]),
+                ..params()
+            },
+            Params {
+                window: Some(0),
+                ..params()
+            },
+            Params {
+                min_score: Some(f64::NAN),
+                ..params()
+            },
+            Params {
+                normalize: true,
+                weights: Some(vec![-1.0]),
+                ..params()
+            },
+            Params {
+                k: 0.0,
+                weights: Some(vec![f64::MAX]),
+                duplicates: Duplicates::Sum,
+                ..params()
+            },
+        ] {
+            let lists2: [&[&str]; 1] = [&["a", "a"]];
+            let r1 = rrf(&lists, &p);
+            let r2 = rrf(&lists2, &p);
+            assert!(r1.is_err() || r2.is_err(), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn empty_input_gives_no_hits() {
+        let none: [&[&str]; 0] = [];
+        assert!(rrf(&none, &params()).unwrap().is_empty());
+        let empty: [&[&str]; 2] = [&[], &[]];
+        let p = Params {
+            normalize: true,
+            weights: Some(vec![-1.0, 0.0]),
+            ..params()
+        };
+        assert!(rrf(&empty, &p).unwrap().is_empty());
+    }
+
+    #[test]
+    fn canonical_sum_is_ascending() {
+        let mut v = [1e16, 1.0, -1e16, 1.0];
+        // ascending: -1e16, 1, 1, 1e16 -> (-1e16 + 1) + 1 = -1e16 (rounding), + 1e16 = 0
+        assert_eq!(canonical_sum(&mut v), 0.0 + -1e16 + 1.0 + 1.0 + 1e16);
     }
 }

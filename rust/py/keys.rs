@@ -34,11 +34,11 @@ pub fn exact_ints(
             if !item.is_exact_instance_of::<PyInt>() {
                 return None;
             }
-            // SAFETY: an exact int; PyLong_AsLongLong only fails (with -1 and an exception set)
-            // on overflow, which sends us to the Python path.
-            let v = unsafe { ffi::PyLong_AsLongLong(item.as_ptr()) };
-            if v == -1 && unsafe { !ffi::PyErr_Occurred().is_null() } {
-                unsafe { ffi::PyErr_Clear() };
+            // SAFETY: an exact int. Overflow is reported through `overflow` (no exception is
+            // set) and sends us to the Python path; an exact int raises nothing else.
+            let mut overflow = 0;
+            let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
+            if overflow != 0 {
                 return None;
             }
             ints.push(v);
@@ -66,11 +66,12 @@ pub struct PyInterner<'a, 'py> {
 
 impl<'a, 'py> PyInterner<'a, 'py> {
     pub fn new(lists: &'a [Bound<'py, PyTuple>]) -> Self {
+        let total: usize = lists.iter().map(|l| l.len()).sum();
         PyInterner {
             lists,
-            table: HashTable::new(),
-            hashes: Vec::new(),
-            objects: Vec::new(),
+            table: HashTable::with_capacity(total),
+            hashes: Vec::with_capacity(total),
+            objects: Vec::with_capacity(total),
             state: foldhash::fast::FixedState::default(),
         }
     }

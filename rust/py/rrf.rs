@@ -322,7 +322,40 @@ pub fn build_hits<'py>(
     PyList::new(py, hits)
 }
 
-/// Reciprocal Rank Fusion of ranked lists. See `rankfusion.rrf` (the .pyi) and SPEC.md.
+/// Reciprocal Rank Fusion of ranked lists (each best first).
+///
+/// Every counted occurrence of a key at rank r (1-based position in the list as given) of list i
+/// contributes weights[i] / (k + r). A key's score is the sum of its contributions added in
+/// ascending order of value from 0.0, so list order never changes a score's bits. Hits are
+/// ordered by score descending; ties by first appearance in the interleaved scan (rank 1 of every
+/// list, then rank 2, ...) or, with tie_break="key", by the key ascending.
+///
+/// Args:
+///     lists: iterables of hashable keys (dict semantics: 1, 1.0 and True are one key).
+///     k: finite real >= 0.
+///     weights: one finite real per list (default 1.0); a list of weight 0 is skipped entirely.
+///     window: read only the first `window` items of each list (int >= 1).
+///     duplicates: "first" (only the best occurrence in a list counts), "sum" (all count) or
+///         "error" (ValueError).
+///     tie_break: "best_rank" or "key".
+///     offset, limit: the page of the ordered hits (after min_score).
+///     min_score: drop hits whose returned score is below it.
+///     normalize: divide scores by the best possible score (sum of w/(k+1) over positive weights).
+///     scores: per list, its raw scores (or None), aligned with the list; carried into traces only.
+///     trace: give every hit its contributions.
+///
+/// Returns:
+///     A list of Hit, best first; a hit unpacks as (key, score).
+///
+/// Raises:
+///     TypeError: an argument of the wrong type, an unhashable key, incomparable tied keys with
+///         tie_break="key". The message names the argument.
+///     ValueError: a wrong value (negative or non-finite k, weights of the wrong length or not
+///         finite, window < 1, negative offset/limit, unknown duplicates/tie_break, normalize
+///         without a positive weight on non-empty input, a repeated key with duplicates="error",
+///         a score overflowing to infinity).
+///     Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
+///     or only empty lists) is not an error: it gives [].
 #[pyfunction]
 #[pyo3(
     signature = (lists, *, k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,

@@ -1,0 +1,532 @@
+"""The ``rankfusion`` command: fuse, explain and evaluate TREC runs.
+
+Exit status: 0 success; 2 bad usage (an unknown option, a bad value, a missing input file, an
+unknown metric, an option whose extra is not installed); 1 bad data (a malformed line, a corrupt
+gzip file, a query or doc that is not there, an I/O error while reading or writing). On any error
+nothing is written: every output file is written under a temporary name and renamed into place
+only after everything succeeded. See docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence, TextIO
+
+from . import trec
+
+__all__ = ["main"]
+
+PROG = "rankfusion"
+
+FUSE_EXAMPLES = """\
+examples:
+  # fuse two runs with RRF (k=60), top 1000 per query, to a file
+  rankfusion fuse bm25.run.gz minilm.run.gz -o fused.run
+
+  # weight the second run by half, keep the top 100 of each run, tag the output
+  rankfusion fuse bm25.run minilm.run --weights 1,0.5 --window 100 --tag hybrid -o fused.run
+
+  # evaluate the inputs and the fusion (the table goes to stdout because -o is given)
+  rankfusion fuse bm25.run.gz minilm.run.gz --qrels qrels.txt \\
+      --metrics ndcg@10,recall@100 -o fused.run.gz
+
+  # keep a JSON Lines trace of every fused score, per run
+  rankfusion fuse a.run b.run c.run -o fused.run --trace fused.trace.jsonl
+"""
+
+EXPLAIN_EXAMPLES = """\
+examples:
+  # how the fused top 10 of query 1 were made
+  rankfusion explain bm25.run.gz minilm.run.gz --query 1
+
+  # why doc 184 ranks where it does for query 1, with the same options as the fusion
+  rankfusion explain bm25.run.gz minilm.run.gz --query 1 --doc 184 --weights 1,0.5
+"""
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out: exit status 2."""
+
+
+class DataError(Exception):
+    """Input data that cannot be used: exit status 1."""
+
+
+# --- argument parsing -------------------------------------------------------------------------
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return value
+
+
+def _k(text: str) -> float:
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return int(value) if value.is_integer() else value
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _weights(text: str) -> List[float]:
+    parts = [p.strip() for p in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    return [_number(p) for p in parts]
+
+
+def _tag(text: str) -> str:
+    if text.split() != [text]:
+        raise argparse.ArgumentTypeError(f"must be non-empty without whitespace, got {text!r}")
+    return text
+
+
+def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (plain or .gz)")
+    parser.add_argument(
+        "-k", type=_k, default=60, metavar="K", help="RRF constant: w / (K + rank) (default 60)"
+    )
+    parser.add_argument(
+        "--weights",
+        type=_weights,
+        metavar="W1,W2,...",
+        help="one weight per run (default all 1; 0 skips a run, negative demotes)",
+    )
+    parser.add_argument(
+        "--window",
+        type=_int_at_least(1),
+        metavar="N",
+        help="read only the top N documents of each run per query (default all)",
+    )
+    parser.add_argument(
+        "--duplicates",
+        choices=("first", "sum", "error"),
+        default="first",
+        help="a doc id twice in one query of one run: count its best rank (first, default), "
+        "count every line (sum), or stop with an error naming the line (error)",
+    )
+    parser.add_argument(
+        "--order",
+        choices=("score", "file"),
+        default="score",
+        help="how a run ranks a query's documents: by score with trec_eval's tie order "
+        "(doc id descending; default), or in the order of the file's lines",
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bar and no warnings on stderr"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``rankfusion`` command."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Fuse, explain and evaluate TREC runs with Reciprocal Rank Fusion: "
+        "fast and deterministic.",
+        epilog="Run 'rankfusion COMMAND --help' for a command's options and examples. "
+        "Exit status: 0 ok, 1 bad data, 2 bad usage.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    fuse = commands.add_parser(
+        "fuse",
+        help="fuse runs into one run; optionally trace and evaluate",
+        description="Fuse TREC runs with Reciprocal Rank Fusion: each run contributes "
+        "weight / (k + rank) to each document it ranks, per query. Writes the fused run "
+        "(qid Q0 docid rank score tag, ranks 1..n) to stdout or -o. A query missing from "
+        "some runs is fused from the runs that have it.",
+        epilog=FUSE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_fusion_options(fuse)
+    fuse.add_argument(
+        "--limit",
+        type=_int_at_least(0),
+        default=1000,
+        metavar="N",
+        help="keep the top N fused documents per query (default 1000; 0 keeps all)",
+    )
+    fuse.add_argument(
+        "--tag", type=_tag, default="rankfusion", help="run tag, the 6th column (default %(default)s)"
+    )
+    fuse.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="fused run file (.gz compresses; default stdout)",
+    )
+    fuse.add_argument(
+        "--trace",
+        metavar="TRACE.jsonl",
+        help="write one JSON object per fused hit: its per-run ranks, raw scores, weights "
+        "and contributions",
+    )
+    fuse.add_argument(
+        "--qrels",
+        metavar="QRELS",
+        help="evaluate every input run and the fusion against these judgments (needs the "
+        "'eval' extra); the table goes to stdout when -o is given, else to stderr",
+    )
+    fuse.add_argument(
+        "--metrics",
+        default=None,
+        metavar="M1,M2,...",
+        help="metrics for --qrels, ir-measures or trec_eval names (default ndcg@10,recall@100)",
+    )
+    fuse.set_defaults(handler=_fuse_command)
+
+    explain = commands.add_parser(
+        "explain",
+        help="show how fused scores of one query were made",
+        description="Show, for one query, how each fused score was made: per run the rank, "
+        "raw score, weight and contribution weight / (k + rank). Use the same fusion options "
+        "as for 'rankfusion fuse'.",
+        epilog=EXPLAIN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_fusion_options(explain)
+    explain.add_argument("--query", required=True, metavar="Q", help="the query id")
+    which = explain.add_mutually_exclusive_group()
+    which.add_argument("--doc", metavar="D", help="explain this document only")
+    which.add_argument(
+        "--top",
+        type=_int_at_least(1),
+        default=10,
+        metavar="N",
+        help="explain the fused top N (default 10)",
+    )
+    explain.set_defaults(handler=_explain_command)
+    return parser
+
+
+# --- shared steps -----------------------------------------------------------------------------
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+def _warn(args: argparse.Namespace, message: str) -> None:
+    if not args.quiet:
+        print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _check_inputs(paths: Sequence[str]) -> None:
+    for path in paths:
+        if not os.path.exists(path):
+            raise UsageError(f"no such file: {path}")
+        if os.path.isdir(path):
+            raise UsageError(f"is a directory: {path}")
+        if not os.access(path, os.R_OK):
+            raise UsageError(f"cannot read: {path}")
+
+
+def _check_output(path: Optional[str], what: str) -> None:
+    if path is None or path == "-":
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"{what} is a directory: {path}")
+    folder = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{what}: no such directory: {os.path.dirname(path) or '.'}")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{what}: cannot write in {folder}")
+
+
+def _check_weights(args: argparse.Namespace) -> None:
+    if args.weights is not None and len(args.weights) != len(args.runs):
+        raise UsageError(f"--weights has {len(args.weights)} values for {len(args.runs)} runs")
+
+
+def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
+    # With --duplicates first/sum every line is kept and rrf decides; with error the reader
+    # stops at the second line and names it.
+    mode = "error" if args.duplicates == "error" else "keep"
+    progress = _progress(args)
+    runs = [
+        trec.read_run(path, order=args.order, duplicates=mode, progress=progress)
+        for path in args.runs
+    ]
+    if not args.quiet and len(runs) > 1:
+        every: Dict[str, None] = {}
+        for run in runs:
+            every.update(dict.fromkeys(run))
+        for path, run in zip(args.runs, runs):
+            missing = [q for q in every if q not in run]
+            if missing:
+                shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+                _warn(
+                    args,
+                    f"{path} has no results for {len(missing)} of {len(every)} queries "
+                    f"({shown}); they are fused from the other runs",
+                )
+    return runs
+
+
+# --- fuse -------------------------------------------------------------------------------------
+
+
+def _trace_lines(fused: Dict[str, List[Any]], names: Sequence[str], out: TextIO) -> None:
+    import json
+
+    encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    for qid, hits in fused.items():
+        lines = []
+        for rank, hit in enumerate(hits, 1):
+            contributions = [
+                {
+                    "run": names[c.list_index],
+                    "list_index": c.list_index,
+                    "rank": c.rank,
+                    "score": c.score,
+                    "weight": c.weight,
+                    "contribution": c.contribution,
+                }
+                for c in hit.contributions
+            ]
+            record = {
+                "qid": qid,
+                "docid": hit.key,
+                "rank": rank,
+                "score": hit.score,
+                "contributions": contributions,
+            }
+            lines.append(encode(record))
+        if lines:
+            out.write("\n".join(lines) + "\n")
+
+
+def _metric_table(rows: List[tuple], measures: List[str]) -> str:
+    header = ["run", *measures]
+    body = [[name, *(f"{values[m]:.4f}" for m in measures)] for name, values in rows]
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    lines = []
+    for row in [header, *body]:
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _fuse_command(args: argparse.Namespace) -> int:
+    _check_weights(args)
+    _check_inputs(args.runs + ([args.qrels] if args.qrels else []))
+    _check_output(args.output, "-o")
+    _check_output(args.trace, "--trace")
+    if args.trace and args.output and os.path.realpath(args.trace) == os.path.realpath(args.output):
+        raise UsageError("--trace and -o name the same file")
+    measures = None
+    if args.metrics is not None and not args.qrels:
+        raise UsageError("--metrics needs --qrels")
+    if args.qrels:
+        try:
+            measures = trec.parse_metrics(args.metrics or "ndcg@10,recall@100")
+        except ImportError as e:
+            raise UsageError(f"--qrels: {e}") from None
+        except ValueError as e:
+            raise UsageError(f"--metrics: {e}") from None
+
+    runs = _read_runs(args)
+    qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
+    fused = trec.fuse(
+        runs,
+        k=args.k,
+        weights=args.weights,
+        window=args.window,
+        duplicates=args.duplicates,
+        limit=args.limit or None,
+        trace=bool(args.trace),
+        progress=_progress(args),
+    )
+
+    table = None
+    if qrels is not None:
+        names = [str(m) for m in measures]  # type: ignore[union-attr]
+        rows = [(path, trec.evaluate(run, qrels, measures)) for path, run in zip(args.runs, runs)]
+        rows.append((f"fused (RRF k={args.k})", trec.evaluate(fused, qrels, measures)))
+        table = _metric_table(rows, names)
+
+    pending = []
+    try:
+        if args.trace:
+            trace_file = trec._AtomicFile(args.trace)
+            pending.append(trace_file)
+            _trace_lines(fused, args.runs, trace_file.file)
+        if args.output and args.output != "-":
+            run_file = trec._AtomicFile(args.output)
+            pending.append(run_file)
+            trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
+        for p in pending:
+            p.commit()
+    except BaseException:
+        for p in pending:
+            p.discard()
+        raise
+    if not args.output or args.output == "-":
+        trec.write_run(fused, sys.stdout, tag=args.tag)
+        sys.stdout.flush()
+        if table is not None:
+            sys.stderr.write(table)
+    elif table is not None:
+        sys.stdout.write(table)
+    return 0
+
+
+# --- explain ----------------------------------------------------------------------------------
+
+
+class _Absent:
+    """A doc that some run ranks but that gets no fused score (outside the window, weight 0)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.score = None
+        self.contributions = ()
+
+
+def _fmt(x: Optional[float]) -> str:
+    return "-" if x is None else repr(float(x))
+
+
+def _explain_command(args: argparse.Namespace) -> int:
+    _check_weights(args)
+    _check_inputs(args.runs)
+    runs = _read_runs(args)
+    qid = args.query
+    if not any(qid in run for run in runs):
+        raise DataError(f"query {qid!r} is in none of the runs")
+    fused = trec.fuse(
+        runs,
+        k=args.k,
+        weights=args.weights,
+        window=args.window,
+        duplicates=args.duplicates,
+        trace=True,
+        queries=[qid],
+    )[qid]
+    weights = args.weights or [1.0] * len(runs)
+    positions = []  # per run: doc id -> (rank, raw score) of its best-ranked line
+    for run in runs:
+        ranking = run.get(qid)
+        where: Dict[str, tuple] = {}
+        if ranking is not None:
+            for rank, (docid, score) in enumerate(ranking.pairs(), 1):
+                where.setdefault(docid, (rank, score))
+        positions.append(where)
+
+    if args.doc is not None:
+        selected = [(rank, hit) for rank, hit in enumerate(fused, 1) if hit.key == args.doc]
+        if not selected:
+            if not any(args.doc in where for where in positions):
+                raise DataError(f"no run ranks doc {args.doc!r} for query {qid!r}")
+            selected = [(None, _Absent(args.doc))]
+    else:
+        selected = list(enumerate(fused[: args.top], 1))
+
+    out = []
+    total = len(fused)
+    out.append(
+        f"query {qid}: {total} fused document{'s' if total != 1 else ''}"
+        + (f", top {args.top} shown" if args.doc is None and total > args.top else "")
+        + f"; RRF k={args.k}, contribution = weight / (k + rank)"
+    )
+    for fused_rank, hit in selected:
+        out.append("")
+        if fused_rank is None:
+            out.append(f"doc {hit.key}: no fused score (no run counts it)")
+        else:
+            out.append(f"#{fused_rank}  doc {hit.key}  score {_fmt(hit.score)}")
+        rows = [("run", "rank", "raw score", "weight", "contribution")]
+        by_run: Dict[int, List[Any]] = {}
+        for c in hit.contributions:
+            by_run.setdefault(c.list_index, []).append(c)
+        for i, path in enumerate(args.runs):
+            counted = by_run.get(i)
+            if counted:
+                for c in counted:
+                    rows.append(
+                        (path, str(c.rank), _fmt(c.score), _fmt(c.weight), _fmt(c.contribution))
+                    )
+                continue
+            seen = positions[i].get(hit.key)
+            if seen is None:
+                why = "not in run" if qid in runs[i] else "query not in run"
+                rows.append((path, "-", "-", _fmt(weights[i]), why))
+            elif weights[i] == 0:
+                rows.append((path, str(seen[0]), _fmt(seen[1]), _fmt(0.0), "skipped: weight 0"))
+            else:
+                rows.append(
+                    (path, str(seen[0]), _fmt(seen[1]), _fmt(weights[i]), "outside the window")
+                )
+        widths = [max(len(r[j]) for r in rows) for j in range(5)]
+        for row in rows:
+            cells = [row[0].ljust(widths[0])]
+            cells += [c.rjust(w) for c, w in zip(row[1:4], widths[1:4])]
+            out.append(("  " + "  ".join([*cells, row[4]])).rstrip())
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits with 2 on bad usage, 0 for --help / --version
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    command = f"{PROG} {args.command}"
+    try:
+        return int(args.handler(args))
+    except UsageError as e:
+        print(f"{command}: error: {e}", file=sys.stderr)
+        return 2
+    except (DataError, trec.TrecFormatError) as e:
+        print(f"{command}: error: {e}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as e:  # rrf rejecting the data or an option
+        print(f"{command}: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # the reader of stdout went away (e.g. `| head`): not an error worth a traceback
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:  # pragma: no cover
+            pass
+        return 1
+    except OSError as e:
+        print(f"{command}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,872 @@
+"""TREC run and qrels files: read, fuse, evaluate and write them.
+
+A **run** file has one line per retrieved document, ``qid Q0 docid rank score tag``; a **qrels**
+file has one line per judged document, ``qid 0 docid gain``. Fields are separated by whitespace;
+blank lines are ignored; a file may be gzip'd (recognised by its content, not its name).
+
+In memory a run is a ``dict`` ``{qid: Ranking}`` in the order the queries first appear in the file,
+where a :class:`Ranking` holds a query's doc ids and raw scores, best first. By default
+(``order="score"``) a query's documents are ranked the way trec_eval ranks them: by score
+descending, ties by doc id descending (a plain string comparison). The rank column is read but
+never used, exactly as in trec_eval. ``order="file"`` keeps the order of the lines instead.
+
+Qrels are ``{qid: {docid: gain}}`` with integer gains.
+
+Every reading error is a :class:`TrecFormatError` (a ``ValueError``) naming the file and, when the
+problem sits on a line, its number (1-based, counting every line of the file). What each malformed
+input does is documented in ``docs/cli.md``; in short:
+
+- a line with the wrong number of fields, a score that is not a number or is NaN, a gain that is
+  not an integer: error naming the line;
+- a file with no lines at all (or only blank ones): error, unless ``allow_empty=True``;
+- a doc id twice in one query: error naming both lines (``duplicates="error"``, the default, like
+  trec_eval), or keep the best-ranked occurrence (``"first"``), or keep every line (``"keep"``,
+  which is what fusion with ``duplicates="first"`` or ``"sum"`` needs);
+- corrupt gzip data or text that is not UTF-8: undecodable bytes are kept as they are
+  (``surrogateescape``) and written back unchanged; corrupt gzip data is an error naming the file.
+
+Fusion (:func:`fuse`) calls ``rankfusion.rrf`` once per query; a query missing from some runs is
+fused from the runs that have it. Writers are atomic: a file is written under a temporary name in
+its own directory and renamed into place only once complete, so an error never leaves a
+half-written file behind.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+import secrets
+import sys
+import zlib
+from bisect import bisect_right
+from itertools import compress, islice
+from operator import eq, ge, itemgetter, ne
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Dict,
+    Hashable,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankfusion import Hit
+
+__all__ = [
+    "Qrels",
+    "Ranking",
+    "Run",
+    "TrecFormatError",
+    "evaluate",
+    "from_dict",
+    "from_ranx",
+    "fuse",
+    "parse_metrics",
+    "read_qrels",
+    "read_run",
+    "to_dict",
+    "to_ranx",
+    "write_qrels",
+    "write_run",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_CHUNK_CHARS = 1 << 22  # text read per step: ~4 MB, so memory stays bounded while streaming
+_RUN_FIELDS = 6
+_QRELS_FIELDS = 4
+_RUN_FORMAT = "qid Q0 docid rank score tag"
+_QRELS_FORMAT = "qid 0 docid gain"
+_ORDERS = ("score", "file")
+_READ_DUPLICATES = ("error", "first", "keep")
+# The ASCII characters str.split() splits on; every other byte is deleted to get a chunk's skeleton.
+_WHITESPACE = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
+_NOT_WHITESPACE = bytes(b for b in range(256) if b not in _WHITESPACE)
+
+
+class TrecFormatError(ValueError):
+    """A run or qrels file that cannot be read: names the file and, where it applies, the line.
+
+    Attributes: ``path`` (the file as given), ``line`` (1-based line number, or None when the
+    problem is the file as a whole, e.g. it is empty or its gzip data are corrupt) and ``reason``.
+    """
+
+    def __init__(self, path: Any, line: Optional[int], reason: str) -> None:
+        self.path = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
+        self.line = line
+        self.reason = reason
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self):  # keep pickling (multiprocessing) working with the custom signature
+        return (type(self), (self.path, self.line, self.reason))
+
+
+class Ranking(NamedTuple):
+    """One query's ranked documents, best first: ``docids[i]`` has raw score ``scores[i]``.
+
+    ``docids`` is what :func:`fuse` hands to ``rankfusion.rrf`` for the query; ``scores`` are the
+    run's own scores, carried for traces and evaluation (RRF never uses them).
+    """
+
+    docids: List[str]
+    scores: List[float]
+
+    def pairs(self) -> Iterator[Tuple[str, float]]:
+        """``(docid, score)`` pairs, best first."""
+        return zip(self.docids, self.scores)
+
+
+Run = Dict[str, Ranking]
+"""A run: ``{qid: Ranking}``, queries in the order they first appear."""
+
+Qrels = Dict[str, Dict[str, int]]
+"""Relevance judgments: ``{qid: {docid: gain}}``."""
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def _check_choice(value: Any, name: str, choices: Tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def _open_text(path: PathLike) -> Tuple[IO[str], IO[bytes], int]:
+    """The file as text (gunzipped when its first bytes are gzip's magic), the raw binary file
+    (whose position tells the progress) and its size in bytes."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    try:
+        size = os.fstat(raw.fileno()).st_size
+        magic = raw.read(2)
+        raw.seek(0)
+        binary: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+        text = io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape")
+    except BaseException:
+        raw.close()
+        raise
+    return text, raw, size
+
+
+class _LineMap:
+    """Maps a row (a non-blank line, counted from 0) back to its line number in the file."""
+
+    __slots__ = ("_explicit", "_first_line", "_first_row")
+
+    def __init__(self) -> None:
+        self._first_row: List[int] = []
+        self._first_line: List[int] = []
+        self._explicit: List[Optional[List[int]]] = []
+
+    def add(self, first_row: int, first_line: int, explicit: Optional[List[int]]) -> None:
+        self._first_row.append(first_row)
+        self._first_line.append(first_line)
+        self._explicit.append(explicit)
+
+    def line(self, row: int) -> int:
+        i = bisect_right(self._first_row, row) - 1
+        explicit = self._explicit[i]
+        offset = row - self._first_row[i]
+        return explicit[offset] if explicit is not None else self._first_line[i] + offset
+
+
+def _chunks(
+    path: PathLike, nfields: int, fmt: str, progress: Union[bool, Any]
+) -> Iterator[Tuple[List[str], int, Optional[List[int]]]]:
+    """Stream the file in ~4 MB pieces of whole lines.
+
+    Yields ``(tokens, first_line, line_numbers)``: ``tokens`` holds ``nfields`` fields per row;
+    ``line_numbers`` is None when the rows are the consecutive lines from ``first_line`` on, else
+    the line number of every row. Raises TrecFormatError for a line with the wrong field count.
+    """
+    name = os.fspath(path)
+    text, raw, size = _open_text(path)
+    bar = _progress_bar(progress, size, os.path.basename(name))
+    line = 1
+    separators = b" " * (nfields - 1) + b"\n"
+    try:
+        first = True
+        while True:
+            try:
+                chunk = text.read(_CHUNK_CHARS)
+                if chunk and chunk[-1] != "\n":
+                    chunk += text.readline()
+            except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+                raise TrecFormatError(name, None, f"corrupt gzip data ({e})") from None
+            if not chunk:
+                break
+            if first:
+                first = False
+                if chunk[0] == "\ufeff":  # a UTF-8 byte-order mark
+                    chunk = chunk[1:]
+            nlines = chunk.count("\n") + (chunk[-1] != "\n")
+            tokens = chunk.split()
+            if len(tokens) == nfields * nlines and chunk.isascii():
+                # Fast path. In ASCII text every whitespace character is in _WHITESPACE; when
+                # the chunk's whitespace is exactly n-1 spaces and a newline per line, no line
+                # has more than n fields, so n fields in all per line means exactly n in each:
+                # row i is line `line + i`.
+                skeleton = chunk.encode("ascii").translate(None, _NOT_WHITESPACE)
+                expected = separators * nlines
+                if chunk[-1] != "\n":  # the file's last line has no newline
+                    expected = expected[:-1]
+                if skeleton == expected:
+                    yield tokens, line, None
+                    line += nlines
+                    if bar is not None:
+                        bar.update(raw.tell() - bar.n)
+                    continue
+            # General path: any whitespace, blank lines; finds the first bad line.
+            tokens = []
+            numbers = []
+            for number, text_line in enumerate(chunk.split("\n"), line):
+                fields = text_line.split()
+                if len(fields) == nfields:
+                    tokens += fields
+                    numbers.append(number)
+                elif fields:
+                    shown = text_line.strip()
+                    if len(shown) > 80:
+                        shown = shown[:77] + "..."
+                    raise TrecFormatError(
+                        name,
+                        number,
+                        f"expected {nfields} fields ({fmt}), found {len(fields)}: {shown!r}",
+                    )
+            yield tokens, line, numbers
+            line += nlines
+            if bar is not None:
+                bar.update(raw.tell() - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
+        text.close()
+        raw.close()
+
+
+def _bad_value(
+    name: str, values: Sequence[str], convert: Any, lines: _LineMap, row0: int, what: str
+) -> TrecFormatError:
+    """The error for the first value in ``values`` that ``convert`` rejects."""
+    for i, value in enumerate(values):
+        try:
+            convert(value)
+        except (ValueError, OverflowError):
+            return TrecFormatError(name, lines.line(row0 + i), f"{what}, got {value!r}")
+    return TrecFormatError(name, None, what)  # pragma: no cover - a value was rejected above
+
+
+def _segments(qids: List[str]) -> Dict[str, List[Tuple[int, int]]]:
+    """``{qid: [(start, end), ...]}``: the row ranges of each query, queries in first-seen order
+    (a query whose lines are not contiguous has several ranges)."""
+    n = len(qids)
+    if n == 0:
+        return {}
+    starts = [0, *compress(range(1, n), map(ne, qids, islice(qids, 1, None))), n]
+    out: Dict[str, List[Tuple[int, int]]] = {}
+    for start, end in zip(starts, islice(starts, 1, None)):
+        out.setdefault(qids[start], []).append((start, end))
+    return out
+
+
+def _trec_eval_order(docids: List[str], scores: List[float]) -> Tuple[List[str], List[float]]:
+    """Score descending, ties by doc id descending (trec_eval's order).
+
+    Returns the inputs themselves when they are in that order already; when only the order
+    inside groups of tied scores is off (the usual case: runs are written by score), only those
+    groups are sorted; otherwise everything is.
+    """
+    n = len(scores)
+    if n < 2:
+        return docids, scores
+    if all(map(ge, scores, islice(scores, 1, None))):
+        ties = list(compress(range(n - 1), map(eq, scores, islice(scores, 1, None))))
+        get = docids.__getitem__
+        if all(map(ge, map(get, ties), map(get, map((1).__add__, ties)))):
+            return docids, scores
+        docids = list(docids)
+        start = prev = ties[0]
+        for i in islice(ties, 1, None):
+            if i != prev + 1:  # a group of tied scores spans start..prev+1
+                docids[start : prev + 2] = sorted(docids[start : prev + 2], reverse=True)
+                start = i
+            prev = i
+        docids[start : prev + 2] = sorted(docids[start : prev + 2], reverse=True)
+        return docids, scores
+    pairs = sorted(zip(scores, docids), reverse=True)
+    return list(map(itemgetter(1), pairs)), list(map(itemgetter(0), pairs))
+
+
+def _first_duplicate(docids: Sequence[str]) -> Optional[Tuple[int, int]]:
+    """Positions (first, second) of the first doc id met twice, or None."""
+    seen: Dict[str, int] = {}
+    for i, d in enumerate(docids):
+        j = seen.setdefault(d, i)
+        if j != i:
+            return j, i
+    return None
+
+
+def _keep_first(docids: List[str], scores: List[float]) -> Tuple[List[str], List[float]]:
+    seen: set = set()
+    keep = [i for i, d in enumerate(docids) if not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
+    return [docids[i] for i in keep], [scores[i] for i in keep]
+
+
+def read_run(
+    path: PathLike,
+    *,
+    order: Literal["score", "file"] = "score",
+    duplicates: Literal["error", "first", "keep"] = "error",
+    allow_empty: bool = False,
+    progress: Union[bool, Any] = False,
+) -> Run:
+    """Read a TREC run file (``qid Q0 docid rank score tag``, plain or gzip'd), streaming it.
+
+    Returns ``{qid: Ranking}``, queries in the order they first appear. A query whose lines are
+    not contiguous is gathered into one ranking.
+
+    - ``order="score"`` (default): each query ranked as trec_eval ranks it, score descending,
+      ties by doc id descending. ``order="file"``: the order of the lines. The rank column is
+      never used (nor checked), the Q0 and tag columns neither.
+    - ``duplicates``: a doc id on two lines of one query is an error naming both lines
+      (``"error"``, default, as trec_eval); ``"first"`` keeps its best-ranked line (in the order
+      chosen above); ``"keep"`` keeps every line (for ``rrf(duplicates="first"|"sum")``).
+    - ``allow_empty``: a file without a single non-blank line is an error unless True.
+    - ``progress``: True draws a tqdm bar on stderr (or pass a dict of tqdm arguments).
+
+    Raises :class:`TrecFormatError` (a ValueError) naming the file and line for: a line that
+    does not have 6 fields, a score that is not a number or is NaN (``inf`` is accepted), a
+    duplicate doc id (with ``duplicates="error"``), an empty file, corrupt gzip data.
+    ``OSError`` when the file cannot be opened; ValueError for a bad argument.
+    """
+    _check_choice(order, "order", _ORDERS)
+    _check_choice(duplicates, "duplicates", _READ_DUPLICATES)
+    name = os.fspath(path)
+    qids: List[str] = []
+    docids: List[str] = []
+    scores: List[float] = []
+    lines = _LineMap()
+    for tokens, first_line, numbers in _chunks(path, _RUN_FIELDS, _RUN_FORMAT, progress):
+        row0 = len(qids)
+        lines.add(row0, first_line, numbers)
+        raw_scores = tokens[4::6]
+        try:
+            chunk_scores = list(map(float, raw_scores))
+        except ValueError:
+            raise _bad_value(name, raw_scores, float, lines, row0, "score is not a number") from None
+        total = sum(chunk_scores)
+        if total != total:  # a NaN somewhere (or +inf and -inf both: then nothing is found)
+            for i, s in enumerate(chunk_scores):
+                if s != s:
+                    raise TrecFormatError(
+                        name, lines.line(row0 + i), f"score is NaN, got {raw_scores[i]!r}"
+                    )
+        qids += tokens[0::6]
+        docids += tokens[2::6]
+        scores += chunk_scores
+    if not qids and not allow_empty:
+        raise TrecFormatError(name, None, "empty run: the file has no lines")
+
+    run: Run = {}
+    for qid, ranges in _segments(qids).items():
+        if len(ranges) == 1:
+            start, end = ranges[0]
+            d, s = docids[start:end], scores[start:end]
+        else:
+            d, s = [], []
+            for start, end in ranges:
+                d += docids[start:end]
+                s += scores[start:end]
+        if duplicates != "keep" and len(set(d)) != len(d):
+            if duplicates == "error":
+                rows = [r for start, end in ranges for r in range(start, end)]
+                i, j = _first_duplicate(d)  # type: ignore[misc]
+                raise TrecFormatError(
+                    name,
+                    lines.line(rows[j]),
+                    f"query {qid!r} has doc {d[j]!r} twice (first on line {lines.line(rows[i])})",
+                )
+        if order == "score":
+            d, s = _trec_eval_order(d, s)
+        if duplicates == "first" and len(set(d)) != len(d):
+            d, s = _keep_first(d, s)
+        run[qid] = Ranking(d, s)
+    return run
+
+
+def read_qrels(
+    path: PathLike,
+    *,
+    duplicates: Literal["error", "first"] = "error",
+    allow_empty: bool = False,
+    progress: Union[bool, Any] = False,
+) -> Qrels:
+    """Read a TREC qrels file (``qid 0 docid gain``, plain or gzip'd) into ``{qid: {docid: gain}}``.
+
+    Gains are integers (negative ones are kept: trec_eval treats gain <= 0 as not relevant).
+    A doc id judged twice for one query is an error naming both lines (``duplicates="error"``)
+    or keeps its first line (``"first"``). Raises :class:`TrecFormatError` naming the file and
+    line for: a line that does not have 4 fields, a gain that is not an integer, a duplicate, an
+    empty file (unless ``allow_empty``), corrupt gzip data.
+    """
+    _check_choice(duplicates, "duplicates", ("error", "first"))
+    name = os.fspath(path)
+    qrels: Qrels = {}
+    lines = _LineMap()
+    row0 = 0
+    for tokens, first_line, numbers in _chunks(path, _QRELS_FIELDS, _QRELS_FORMAT, progress):
+        lines.add(row0, first_line, numbers)
+        raw_gains = tokens[3::4]
+        try:
+            gains = list(map(int, raw_gains))
+        except ValueError:
+            raise _bad_value(name, raw_gains, int, lines, row0, "gain is not an integer") from None
+        for i, (qid, docid, gain) in enumerate(zip(tokens[0::4], tokens[2::4], gains)):
+            judged = qrels.get(qid)
+            if judged is None:
+                judged = qrels[qid] = {}
+            if docid in judged:
+                if duplicates == "error":
+                    raise TrecFormatError(
+                        name, lines.line(row0 + i), f"query {qid!r} judges doc {docid!r} twice"
+                    )
+                continue
+            judged[docid] = gain
+        row0 += len(gains)
+    if not qrels and not allow_empty:
+        raise TrecFormatError(name, None, "empty qrels: the file has no lines")
+    return qrels
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+class _AtomicFile:
+    """A text file written under a temporary name beside its target, renamed into place by
+    ``commit()``; ``discard()`` removes it. Gzip'd when the target name ends with ``.gz``.
+
+    A target that exists and is not a regular file (``/dev/null``, a FIFO) is written directly:
+    renaming over it would replace the device. A symlink's target is the file replaced.
+    """
+
+    def __init__(self, path: PathLike, *, compress: Optional[bool] = None) -> None:
+        self.path = os.fspath(path)
+        target = os.path.realpath(self.path)
+        gz = self.path.endswith(".gz") if compress is None else compress
+        self._tmp: Optional[str] = None
+        if os.path.exists(target) and not os.path.isfile(target):
+            self._raw = open(target, "wb")  # noqa: SIM115
+        else:
+            folder, base = os.path.split(target)
+            for _ in range(100):
+                tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+                try:
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                except FileExistsError:  # pragma: no cover - 32 random bits
+                    continue
+                break
+            self._tmp = tmp
+            self._target = target
+            self._raw = os.fdopen(fd, "wb")
+        binary: IO[bytes] = (
+            gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
+            if gz
+            else self._raw
+        )
+        self._gz = binary if gz else None
+        self.file = io.TextIOWrapper(
+            binary, encoding="utf-8", errors="surrogateescape", newline="\n"
+        )
+
+    def commit(self) -> None:
+        self.file.flush()
+        if self._gz is not None:
+            self._gz.close()  # writes the gzip trailer; leaves the raw file open
+        self._raw.close()
+        if self._tmp is not None:
+            os.replace(self._tmp, self._target)
+            self._tmp = None
+
+    def discard(self) -> None:
+        try:
+            self._raw.close()
+        except OSError:  # pragma: no cover
+            pass
+        if self._tmp is not None:
+            try:
+                os.unlink(self._tmp)
+            except OSError:  # pragma: no cover
+                pass
+            self._tmp = None
+
+    def __enter__(self) -> IO[str]:
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def _check_id(value: str, what: str) -> None:
+    if not isinstance(value, str) or value.split() != [value]:
+        raise ValueError(f"{what} must be non-empty and contain no whitespace, got {value!r}")
+
+
+def _ranked_pairs(ranked: Any) -> Tuple[List[Any], List[Any]]:
+    """(docids, scores) of a Ranking, a {docid: score} mapping, hits, or (docid, score) pairs."""
+    if isinstance(ranked, Ranking):
+        return ranked.docids, ranked.scores
+    if isinstance(ranked, Mapping):
+        return list(ranked.keys()), list(ranked.values())
+    items = ranked if isinstance(ranked, list) else list(ranked)
+    if items and hasattr(items[0], "key") and hasattr(items[0], "score"):  # fused hits
+        return [h.key for h in items], [h.score for h in items]
+    return [p[0] for p in items], [p[1] for p in items]
+
+
+def _run_lines(qid: str, docids: List[Any], scores: List[Any], tag: str) -> str:
+    if not all(type(d) is str for d in docids):
+        docids = [d if isinstance(d, str) else str(d) for d in docids]
+    joined = "".join(docids)
+    if not all(docids) or (joined and joined.split() != [joined]):
+        for d in docids:
+            _check_id(d, f"doc id of query {qid!r}")
+    if not all(type(s) is float for s in scores):
+        scores = [float(s) for s in scores]
+    return "".join(
+        [f"{qid} Q0 {d} {r} {s!r} {tag}\n" for r, d, s in zip(range(1, len(docids) + 1), docids, scores)]
+    )
+
+
+def write_run(
+    run: Mapping[Any, Any],
+    path: Union[PathLike, IO[str]],
+    *,
+    tag: str = "rankfusion",
+    progress: Union[bool, Any] = False,
+) -> None:
+    """Write a run as TREC lines ``qid Q0 docid rank score tag``, ranks 1..n in the given order.
+
+    ``run`` maps each qid to a :class:`Ranking`, a list of fused hits (what :func:`fuse` returns),
+    ``(docid, score)`` pairs, or a ``{docid: score}`` mapping (in its own order). Scores are
+    written exactly (shortest repr that reads back as the same float64). ``path`` is a file name
+    (gzip'd when it ends with ``.gz``; written atomically: a temporary file renamed into place, so
+    an error leaves nothing behind) or an open text file. Raises ValueError when the tag, a qid or
+    a doc id is empty or contains whitespace (nothing is written then).
+    """
+    _check_id(tag, "tag")
+    if isinstance(path, (str, os.PathLike)):
+        pending = _AtomicFile(path)
+        try:
+            _write_run_to(run, pending.file, tag, progress)
+        except BaseException:
+            pending.discard()
+            raise
+        pending.commit()
+    else:
+        _write_run_to(run, path, tag, progress)
+
+
+def _write_run_to(run: Mapping[Any, Any], out: IO[str], tag: str, progress: Any) -> None:
+    items: Iterable = run.items()
+    bar = _progress_bar(progress, len(run), "writing", unit="query")
+    for qid, ranked in items:
+        qid = qid if isinstance(qid, str) else str(qid)
+        _check_id(qid, "qid")
+        docids, scores = _ranked_pairs(ranked)
+        out.write(_run_lines(qid, docids, scores, tag))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+
+
+def write_qrels(qrels: Mapping[Any, Mapping[Any, int]], path: Union[PathLike, IO[str]]) -> None:
+    """Write qrels as ``qid 0 docid gain`` lines (atomically, gzip'd for ``.gz``; see
+    :func:`write_run`). Raises ValueError for a non-integer gain or an id with whitespace."""
+    lines = []
+    for qid, judged in qrels.items():
+        qid = str(qid)
+        _check_id(qid, "qid")
+        for docid, gain in judged.items():
+            docid = str(docid)
+            _check_id(docid, f"doc id of query {qid!r}")
+            if isinstance(gain, bool) or not isinstance(gain, int):
+                if isinstance(gain, float) and gain.is_integer():
+                    gain = int(gain)
+                else:
+                    raise ValueError(f"gain of {qid!r}/{docid!r} must be an integer, got {gain!r}")
+            lines.append(f"{qid} 0 {docid} {gain}\n")
+    text = "".join(lines)
+    if isinstance(path, (str, os.PathLike)):
+        with _AtomicFile(path) as out:
+            out.write(text)
+    else:
+        path.write(text)
+
+
+# --- fusion -----------------------------------------------------------------------------------
+
+
+def fuse(
+    runs: Sequence[Mapping[str, Ranking]],
+    *,
+    k: float = 60,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    limit: Optional[int] = None,
+    min_score: Optional[float] = None,
+    normalize: bool = False,
+    trace: bool = False,
+    queries: Optional[Iterable[str]] = None,
+    progress: Union[bool, Any] = False,
+) -> Dict[str, List[Hit]]:
+    """Reciprocal Rank Fusion of runs, query by query: ``{qid: [Hit, ...]}``, best first.
+
+    Each query is fused by one call of ``rankfusion.rrf`` on the runs' doc id lists, in the order
+    of ``runs`` (so ``Contribution.list_index`` is the index of the run), with the keyword
+    arguments given here (see ``rankfusion.rrf``). A query missing from some runs is fused from
+    the runs that have it (a missing run contributes an empty list); queries come in the order
+    they first appear in ``runs[0]``, then ``runs[1]``, ... With ``trace=True`` each
+    contribution also carries the run's raw score. ``queries`` restricts fusion to those qids
+    (absent ones are left out). Raises what ``rrf`` raises for bad arguments (ValueError /
+    TypeError), its message prefixed with the query.
+    """
+    from rankfusion import rrf  # the Rust core; imported here so that this module loads alone
+
+    if queries is None:
+        qids: Dict[str, None] = {}
+        for run in runs:
+            qids.update(dict.fromkeys(run))
+        order: Iterable[str] = qids
+    else:
+        order = [q for q in dict.fromkeys(queries) if any(q in run for run in runs)]
+    n = len(order) if isinstance(order, (dict, list)) else None
+    bar = _progress_bar(progress, n, "fusing", unit="query")
+    empty = Ranking([], [])
+    fused: Dict[str, List[Hit]] = {}
+    for qid in order:
+        rankings = [run.get(qid, empty) for run in runs]
+        try:
+            fused[qid] = rrf(
+                [r.docids for r in rankings],
+                k=k,
+                weights=weights,
+                window=window,
+                duplicates=duplicates,
+                tie_break=tie_break,
+                limit=limit,
+                min_score=min_score,
+                normalize=normalize,
+                scores=[r.scores for r in rankings] if trace else None,
+                trace=trace,
+            )
+        except (ValueError, TypeError) as e:
+            kind = TypeError if isinstance(e, TypeError) else ValueError
+            raise kind(f"query {qid!r}: {e}") from e
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return fused
+
+
+# --- interop ----------------------------------------------------------------------------------
+
+
+def to_dict(run: Mapping[Any, Any]) -> Dict[str, Dict[str, float]]:
+    """``{qid: {docid: score}}`` (ir-measures, pytrec_eval, ranx) from a run or fused hits.
+
+    Each inner dict is in rank order; a doc id that occurs twice keeps its best-ranked score.
+    """
+    out: Dict[str, Dict[str, float]] = {}
+    for qid, ranked in run.items():
+        docids, scores = _ranked_pairs(ranked)
+        d = dict(zip(docids, scores))
+        if len(d) != len(docids):  # duplicates: the first (best-ranked) occurrence wins
+            d = {}
+            for docid, score in zip(docids, scores):
+                d.setdefault(docid, score)
+        out[qid] = d
+    return out
+
+
+def from_dict(
+    run: Mapping[Hashable, Mapping[Hashable, float]],
+    *,
+    order: Literal["score", "insertion"] = "score",
+) -> Run:
+    """A run from ``{qid: {docid: score}}``: ranked as trec_eval ranks it (``order="score"``:
+    score descending, ties by doc id descending) or in each inner mapping's own order
+    (``"insertion"``). Ids are turned into ``str``. Raises ValueError for a NaN or non-numeric
+    score or an id that is empty or contains whitespace."""
+    _check_choice(order, "order", ("score", "insertion"))
+    out: Run = {}
+    for qid, docs in run.items():
+        q = qid if isinstance(qid, str) else str(qid)
+        _check_id(q, "qid")
+        docids = [d if isinstance(d, str) else str(d) for d in docs.keys()]
+        for d in docids:
+            _check_id(d, f"doc id of query {q!r}")
+        try:
+            scores = [float(s) for s in docs.values()]
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"query {q!r}: a score is not a number ({e})") from None
+        if any(math.isnan(s) for s in scores):
+            raise ValueError(f"query {q!r}: a score is NaN")
+        if order == "score":
+            docids, scores = _trec_eval_order(docids, scores)
+        out[q] = Ranking(docids, scores)
+    return out
+
+
+def _import_ranx() -> Any:
+    try:
+        import ranx
+    except ImportError:
+        raise ImportError(
+            "ranx is not installed: pip install ranx (or rankfusion[bench])"
+        ) from None
+    return ranx
+
+
+def to_ranx(run: Mapping[Any, Any], *, name: Optional[str] = None) -> Any:
+    """A ``ranx.Run`` from a run or fused hits. Needs ranx (ImportError otherwise)."""
+    ranx = _import_ranx()
+    return ranx.Run.from_dict(to_dict(run), name=name)
+
+
+def from_ranx(run: Any) -> Run:
+    """A run from a ``ranx.Run``, ranked by score with trec_eval's tie order. Needs ranx."""
+    _import_ranx()
+    return from_dict(run.to_dict(), order="score")
+
+
+# --- evaluation -------------------------------------------------------------------------------
+
+_METRIC_ALIASES = {
+    "ndcg": "nDCG",
+    "recall": "R",
+    "r": "R",
+    "precision": "P",
+    "p": "P",
+    "map": "AP",
+    "ap": "AP",
+    "mrr": "RR",
+    "rr": "RR",
+    "success": "Success",
+    "bpref": "Bpref",
+    "err": "ERR",
+    "judged": "Judged",
+    "rprec": "Rprec",
+    "infap": "infAP",
+}
+
+
+def _import_ir_measures() -> Any:
+    try:
+        import ir_measures
+    except ImportError:
+        raise ImportError(
+            "evaluation needs ir-measures: pip install 'rankfusion[eval]'"
+        ) from None
+    return ir_measures
+
+
+def parse_metrics(spec: Union[str, Iterable[str]]) -> List[Any]:
+    """ir-measures measures from names such as ``"ndcg@10,recall@100,map,mrr@10"``.
+
+    Accepts ir-measures names (``nDCG@10``, ``R@100``, ``AP``, ``RR@10``, ``P@5``), their
+    lower-case forms and common aliases (``recall``, ``precision``, ``map``, ``mrr``), and
+    trec_eval names (``ndcg_cut.10``, ``recall.100``). Raises ValueError for an unknown name,
+    ImportError when ir-measures is not installed.
+    """
+    ir_measures = _import_ir_measures()
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    measures: List[Any] = []
+    for raw in names:
+        name = raw.strip()
+        if not name:
+            continue
+        base, at, cutoff = name.partition("@")
+        candidates = [name, _METRIC_ALIASES.get(base.lower(), base) + at + cutoff]
+        measure = None
+        for candidate in candidates:
+            try:
+                measure = ir_measures.parse_measure(candidate)
+                break
+            except Exception:  # ir-measures raises several types for unknown names
+                pass
+        if measure is None:
+            try:
+                parsed = ir_measures.parse_trec_measure(name)
+                measure = parsed[0] if len(parsed) == 1 else None
+            except Exception:
+                measure = None
+        if measure is None:
+            raise ValueError(
+                f"unknown metric {name!r} (examples: ndcg@10, recall@100, map, mrr@10, p@5)"
+            )
+        measures.append(measure)
+    if not measures:
+        raise ValueError(f"no metric in {spec!r}")
+    return measures
+
+
+def evaluate(
+    run: Mapping[Any, Any], qrels: Qrels, metrics: Union[str, Iterable[Any]] = "ndcg@10"
+) -> Dict[str, float]:
+    """Mean of each metric over the queries, computed by ir-measures (pytrec_eval, i.e.
+    trec_eval's definitions): ``{"nDCG@10": 0.42, ...}``.
+
+    ``run`` is a run or fused hits; it is evaluated as trec_eval would evaluate the file
+    :func:`write_run` writes: trec_eval ranks by score and breaks ties by doc id, whatever the
+    rank column says. Raises ImportError when ir-measures is not installed.
+    """
+    ir_measures = _import_ir_measures()
+    if isinstance(metrics, str):
+        measures = parse_metrics(metrics)
+    else:
+        measures = [parse_metrics(m)[0] if isinstance(m, str) else m for m in metrics]
+    result = ir_measures.calc_aggregate(measures, qrels, to_dict(run))
+    return {str(m): float(result.get(m, 0.0)) for m in measures}
+
+
+# --- progress ---------------------------------------------------------------------------------
+
+
+def _progress_bar(progress: Any, total: Optional[int], desc: str, unit: str = "B") -> Any:
+    """A tqdm bar on stderr when ``progress`` is truthy (a dict adds tqdm arguments), else None."""
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    options = {
+        "total": total,
+        "desc": desc,
+        "unit": unit,
+        "unit_scale": unit == "B",
+        "leave": False,
+        "file": sys.stderr,
+        "dynamic_ncols": True,
+    }
+    if isinstance(progress, dict):
+        options.update(progress)
+    return tqdm(**options)
