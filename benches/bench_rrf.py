@@ -7,11 +7,10 @@ Run with `pytest benches/bench_rrf.py --benchmark-enable --benchmark-group-by=gr
 from __future__ import annotations
 
 import pytest
+from workloads import str_lists
 
 import rankfusion
 from rankfusion import reference
-
-from workloads import str_lists
 
 WORKLOADS = {
     "2x100": (str_lists(2, 100), {}),

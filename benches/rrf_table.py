@@ -1,6 +1,6 @@
 """One table: rrf core vs reference on the issue's workloads, measured side by side in one run.
 
-    python benches/rrf_table.py
+python benches/rrf_table.py
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import timeit
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from bench_rrf import WORKLOADS, _same  # noqa: E402
+
 import rankfusion  # noqa: E402
 from rankfusion import reference  # noqa: E402
-
-from bench_rrf import WORKLOADS, _same  # noqa: E402
 
 
 def best_time(fn, *args, **kwargs) -> float:

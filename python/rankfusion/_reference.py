@@ -13,8 +13,8 @@ import itertools
 import math
 import numbers
 import operator
-from dataclasses import dataclass
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
 __all__ = ["Contribution", "Hit", "rrf"]
