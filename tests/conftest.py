@@ -1,0 +1,90 @@
+"""Shared test set-up: the Hypothesis profile and the implementation under test.
+
+* ``RANKFUSION_MAX_EXAMPLES`` sets Hypothesis' ``max_examples`` (default 300 for a quick local run;
+  CI runs ``test_rrf_matches_reference`` with 20000).
+* ``RANKFUSION_TEST_IMPL=reference`` tests the pure-Python reference against itself instead of the
+  Rust core: this validates the tests themselves before the core is built. Without it the tests
+  import ``rankfusion._core`` and fail loudly if it is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "rankfusion",
+    max_examples=int(os.environ.get("RANKFUSION_MAX_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.load_profile("rankfusion")
+
+IMPL_ENV = "RANKFUSION_TEST_IMPL"
+REFERENCE_PATH = Path(__file__).resolve().parent.parent / "python" / "rankfusion" / "_reference.py"
+
+
+def load_reference():
+    """The reference module: ``rankfusion.reference`` when the package imports."""
+    try:
+        from rankfusion import reference
+
+        return reference
+    except ImportError:
+        pass
+    # --- FALLBACK (only until the Rust core is built): ``import rankfusion`` fails without
+    # ``rankfusion._core``, so load _reference.py straight from its file. The module is registered
+    # in sys.modules before exec because @dataclass looks its module up there.
+    name = "_rankfusion_reference_fallback"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REFERENCE_PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+    # --- end of FALLBACK
+
+
+def impl_name() -> str:
+    return "reference" if os.environ.get(IMPL_ENV) == "reference" else "core"
+
+
+def load_impl_rrf():
+    """The ``rrf`` under test: the Rust core's, or the reference's with RANKFUSION_TEST_IMPL=reference."""
+    if impl_name() == "reference":
+        return load_reference().rrf
+    from rankfusion import _core
+
+    return _core.rrf
+
+
+def pytest_report_header(config):
+    return f"rankfusion implementation under test: {impl_name()} (set {IMPL_ENV}=reference to test the oracle)"
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The reference module (the oracle)."""
+    return load_reference()
+
+
+@pytest.fixture(scope="session")
+def ref_rrf(reference):
+    return reference.rrf
+
+
+@pytest.fixture(scope="session")
+def rrf():
+    """The implementation under test."""
+    return load_impl_rrf()
