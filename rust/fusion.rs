@@ -319,10 +319,24 @@ pub fn scan<E: From<Error>>(
 pub struct Scores {
     /// Key id -> score as returned (normalised when asked).
     pub scores: Vec<f64>,
+    /// Key id -> the canonical sum before normalisation; empty when not normalising (then it
+    /// equals `scores`). Hits are ordered by the sum, so normalising never reorders them.
+    pub sums: Vec<f64>,
     /// `occurrences[offsets[key]..offsets[key + 1]]` are the key's counted occurrences, in scan
     /// order.
     pub offsets: Vec<u32>,
     pub occurrences: Vec<Occurrence>,
+}
+
+impl Scores {
+    /// The values hits are ordered by: the canonical sums.
+    pub fn order(&self) -> &[f64] {
+        if self.sums.is_empty() {
+            &self.scores
+        } else {
+            &self.sums
+        }
+    }
 }
 
 #[inline]
@@ -357,6 +371,7 @@ pub fn score(scan: &Scan, weights: &[f64], k: f64, normalizer: Option<f64>) -> R
         *c += 1;
     }
     let mut scores = Vec::with_capacity(n_keys);
+    let mut sums = Vec::with_capacity(if normalizer.is_some() { n_keys } else { 0 });
     let mut values: Vec<f64> = Vec::new();
     for key in 0..n_keys {
         let occs = &grouped[offsets[key] as usize..offsets[key + 1] as usize];
@@ -376,6 +391,7 @@ pub fn score(scan: &Scan, weights: &[f64], k: f64, normalizer: Option<f64>) -> R
             });
         }
         if let Some(top) = normalizer {
+            sums.push(s);
             s /= top;
             if !s.is_finite() {
                 return Err(Error::NonFiniteScore {
@@ -390,30 +406,34 @@ pub fn score(scan: &Scan, weights: &[f64], k: f64, normalizer: Option<f64>) -> R
     }
     Ok(Scores {
         scores,
+        sums,
         offsets,
         occurrences: grouped,
     })
 }
 
-/// Orders keys by score descending, then by `ties` (a total order on key ids). Keys whose score
-/// is below `min_score` are dropped first; then the page `[offset, offset + limit)` is returned.
-/// Only the page is sorted fully when a limit is given.
+/// Orders keys by their canonical sum descending (the score itself unless normalised), then by
+/// `ties` (a total order on key ids). Keys whose returned score is below `min_score` are dropped
+/// first; then the page `[offset, offset + limit)` is returned. Only the page is sorted fully
+/// when a limit is given.
 pub fn rank(
-    scores: &[f64],
+    scores: &Scores,
     min_score: Option<f64>,
     offset: usize,
     limit: Option<usize>,
     ties: impl Fn(u32, u32) -> Ordering,
 ) -> Vec<u32> {
+    let shown = &scores.scores;
+    let order = scores.order();
     let mut ids: Vec<u32> = match min_score {
-        None => (0..scores.len() as u32).collect(),
-        Some(m) => (0..scores.len() as u32)
-            .filter(|&i| scores[i as usize] >= m)
+        None => (0..shown.len() as u32).collect(),
+        Some(m) => (0..shown.len() as u32)
+            .filter(|&i| shown[i as usize] >= m)
             .collect(),
     };
     let cmp = |a: &u32, b: &u32| {
-        // Scores are finite: partial_cmp never fails; reversed for descending order.
-        match scores[*b as usize].partial_cmp(&scores[*a as usize]) {
+        // Sums are finite: partial_cmp never fails; reversed for descending order.
+        match order[*b as usize].partial_cmp(&order[*a as usize]) {
             Some(Ordering::Equal) | None => ties(*a, *b),
             Some(o) => o,
         }
@@ -507,7 +527,7 @@ fn fuse<K: Hash + Eq>(
     )?;
     let scores = score(&scan, &plan.weights, params.k, plan.normalizer)?;
     let ids = rank(
-        &scores.scores,
+        &scores,
         params.min_score,
         params.offset,
         params.limit,

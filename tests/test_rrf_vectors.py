@@ -282,24 +282,36 @@ def test_normalize_on_empty_input_is_not_an_error(rrf):
 
 
 def test_normalize_signed_zero_ties(rrf):
-    # n: -5e-324 / 1e300 rounds to -0.0; x: 5e-324 / 1e300 -> 0.0; z: 5e-324 / 2 -> 0.0 (ties to even).
-    # -0.0 == 0.0: the three tie and keep their first-appearance order (n, x, z).
+    # Sums: p 1e300/1, x 5e-324/1, z 5e-324/2 -> 0.0 (ties to even), n -5e-324/1.
+    # Normalised by 1e300 + 5e-324 == 1e300: x -> 0.0, z -> 0.0, n -> -0.0.
+    # Hits are ordered by the sums, so normalising never reorders: p, x, z, n.
     hits = rrf([["n"], ["p"], ["x", "z"]], k=0, weights=[-5e-324, 1e300, 5e-324], normalize=True)
-    assert_hits(hits, [("p", 1.0), ("n", -0.0), ("x", 0.0), ("z", 0.0)])
-    assert keys(
-        rrf(
-            [["n"], ["p"], ["x", "z"]],
-            k=0,
-            weights=[-5e-324, 1e300, 5e-324],
-            normalize=True,
-            min_score=0.0,
-        )
-    ) == [
-        "p",
-        "n",
-        "x",
-        "z",
-    ]
+    assert_hits(hits, [("p", 1.0), ("x", 0.0), ("z", 0.0), ("n", -0.0)])
+    # min_score compares the returned score: -0.0 >= 0.0, so n stays.
+    kept = rrf(
+        [["n"], ["p"], ["x", "z"]],
+        k=0,
+        weights=[-5e-324, 1e300, 5e-324],
+        normalize=True,
+        min_score=0.0,
+    )
+    assert keys(kept) == ["p", "x", "z", "n"]
+
+
+def test_normalize_never_reorders(rrf):
+    # Sums: a 0.1/4 + 0.3/4 = 0.1, b 0.3/3 = 0.09999999999999999, c 0.1/3.
+    # Normalised by 0.1/3 + 0.3/3: a and b both print 0.75, but a's sum is larger, so a stays
+    # ahead of b although b appears first in the scan.
+    lists = [["c", "a"], ["b", "a"]]
+    plain = rrf(lists, k=2, weights=[0.1, 0.3])
+    normalized = rrf(lists, k=2, weights=[0.1, 0.3], normalize=True)
+    assert keys(plain) == keys(normalized) == ["a", "b", "c"]
+    top = 0.0 + 0.1 / 3 + 0.3 / 3
+    assert_hits(
+        normalized,
+        [("a", (0.0 + 0.1 / 4 + 0.3 / 4) / top), ("b", (0.3 / 3) / top), ("c", (0.1 / 3) / top)],
+    )
+    assert normalized[0].score == normalized[1].score
 
 
 # --- tie_break="key" ---------------------------------------------------------------------------
@@ -426,7 +438,7 @@ def test_scores_are_carried_into_contributions(rrf):
 def test_scores_never_change_the_fusion(rrf):
     lists = [["a", "b"], ["b", "c"]]
     plain = rrf(lists)
-    with_scores = rrf(lists, scores=[[1000.0, -5.0], [float("nan"), float("inf")]])
+    with_scores = rrf(lists, scores=[[1000.0, -5.0], [1e308, -1e308]])
     assert [(h.key, bits(h.score)) for h in plain] == [(h.key, bits(h.score)) for h in with_scores]
     assert all(h.contributions is None for h in with_scores)
 

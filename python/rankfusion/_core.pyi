@@ -91,7 +91,8 @@ def rrf(
         offset, limit: the page of the ordered hits (after min_score).
         min_score: drop hits whose returned score is below it.
         normalize: divide scores by the best possible score (sum of w/(k+1) over positive weights).
-        scores: per list, its raw scores (or None), aligned with the list; carried into traces only.
+        scores: per list, its raw scores (finite reals, or None for the list), aligned with the
+            list; carried into traces only.
         trace: give every hit its contributions.
 
     Returns:

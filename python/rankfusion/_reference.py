@@ -80,7 +80,9 @@ class Hit:
 def _as_list(value: Any, name: str) -> list:
     """Any iterable but str/bytes/bytearray, materialised into a list (the input is not modified)."""
     if isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(f"{name} must be an iterable of keys, not {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a non-string iterable, got {type(value).__name__} {value!r}"
+        )
     try:
         iterator = iter(value)
     except TypeError:
@@ -137,6 +139,14 @@ def canonical_sum(values: Iterable[float]) -> float:
     return total
 
 
+def _sorted_by_key(tied: Iterable[tuple]) -> list:
+    """Tied (sum, Hit) pairs by key, ascending. Only tied keys are ever compared."""
+    try:
+        return sorted(tied, key=lambda pair: pair[1].key)
+    except TypeError as e:
+        raise TypeError(f"tie_break='key': tied keys cannot be compared ({e})") from e
+
+
 # --- Reciprocal Rank Fusion -------------------------------------------------------------------
 
 
@@ -190,7 +200,7 @@ def rrf(
             s = _as_list(s, f"scores[{i}]")
             if len(s) != len(lists[i]):
                 raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
-            raw_scores[i] = [_real(x, f"scores[{i}][{j}]", finite=False) for j, x in enumerate(s)]
+            raw_scores[i] = [_real(x, f"scores[{i}][{j}]") for j, x in enumerate(s)]
     trace = _flag(trace, "trace")
 
     # Empty input (no lists, or only empty lists) is never an error: it gives no hits.
@@ -231,29 +241,32 @@ def rrf(
             entry[1].append(Contribution(i, rank, w, w / (k + rank), raw))
 
     # 3. Scores: contributions added in ascending order of value; never inf or NaN.
-    hits = []
+    #    With normalize=True the hit shows sum / best_possible, but the order below still uses
+    #    the sum itself, so normalising never reorders hits (two sums can round to one quotient).
+    hits = []  # (sum, Hit)
     for key, contributions in found.values():
-        score = canonical_sum(c.contribution for c in contributions)
-        if not math.isfinite(score):
-            raise ValueError(f"the score of key {key!r} is not finite ({score}): weights too large")
+        total = canonical_sum(c.contribution for c in contributions)
+        if not math.isfinite(total):
+            raise ValueError(f"the score of key {key!r} is not finite ({total}): weights too large")
+        score = total
         if normalize:
-            score = score / best_possible
+            score = total / best_possible
             if not math.isfinite(score):
                 raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
         contributions.sort(key=lambda c: (c.list_index, c.rank))
-        hits.append(Hit(key, score, tuple(contributions) if trace else None))
+        hits.append((total, Hit(key, score, tuple(contributions) if trace else None)))
 
     # 4. min_score drops hits below it (compared with the score as returned).
     if min_score is not None:
-        hits = [h for h in hits if h.score >= min_score]
+        hits = [(total, h) for total, h in hits if h.score >= min_score]
 
-    # 5. Order: score descending. Python's sort is stable, so tied hits stay in first-appearance
-    #    order; with tie_break="key" each group of tied scores is sorted by key, ascending.
-    hits.sort(key=lambda h: -h.score)
+    # 5. Order: sum descending. Python's sort is stable, so tied hits stay in first-appearance
+    #    order; with tie_break="key" each group of tied sums is sorted by key, ascending.
+    hits.sort(key=lambda pair: -pair[0])
     if tie_break == "key":
-        groups = itertools.groupby(hits, key=lambda h: h.score)
-        hits = [h for _, group in groups for h in sorted(group, key=lambda h: h.key)]
+        groups = itertools.groupby(hits, key=lambda pair: pair[0])
+        hits = [pair for _, group in groups for pair in _sorted_by_key(group)]
 
     # 6. The page.
     end = None if limit is None else offset + limit
-    return hits[offset:end]
+    return [h for _, h in hits[offset:end]]

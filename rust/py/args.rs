@@ -53,7 +53,7 @@ pub fn as_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'p
         || value.is_instance_of::<PyByteArray>()
     {
         return Err(PyTypeError::new_err(format!(
-            "{name} must be an iterable of keys, not {}",
+            "{name} must be a non-string iterable, got {}",
             describe(value)
         )));
     }

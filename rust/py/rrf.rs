@@ -1,6 +1,6 @@
 //! `rrf`: argument extraction, the two key paths, result building.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -114,7 +114,7 @@ pub fn extract_args<'py>(
                 values
                     .iter()
                     .enumerate()
-                    .map(|(j, x)| real(&x, &format!("{name}[{j}]"), false))
+                    .map(|(j, x)| real(&x, &format!("{name}[{j}]"), true))
                     .collect::<PyResult<Vec<f64>>>()?,
             );
         }
@@ -172,15 +172,11 @@ pub fn fuse(py: Python<'_>, args: &RrfArgs<'_>, plan: &Plan) -> Result<Fused, Bi
             };
             let page = match p.tie_break {
                 TieBreak::BestRank => {
-                    fusion::rank(&scores.scores, p.min_score, p.offset, p.limit, |a, b| {
-                        a.cmp(&b)
-                    })
+                    fusion::rank(&scores, p.min_score, p.offset, p.limit, |a, b| a.cmp(&b))
                 }
-                TieBreak::Key => {
-                    fusion::rank(&scores.scores, p.min_score, p.offset, p.limit, |a, b| {
-                        key(a).cmp(&key(b))
-                    })
-                }
+                TieBreak::Key => fusion::rank(&scores, p.min_score, p.offset, p.limit, |a, b| {
+                    key(a).cmp(&key(b))
+                }),
             };
             Ok(Fused { scan, scores, page })
         });
@@ -195,19 +191,17 @@ pub fn fuse(py: Python<'_>, args: &RrfArgs<'_>, plan: &Plan) -> Result<Fused, Bi
         let scores = fusion::score(&scan, &plan.weights, p.k, plan.normalizer)?;
         let order = match p.tie_break {
             TieBreak::BestRank => {
-                fusion::rank(&scores.scores, p.min_score, p.offset, p.limit, |a, b| {
-                    a.cmp(&b)
-                })
+                fusion::rank(&scores, p.min_score, p.offset, p.limit, |a, b| a.cmp(&b))
             }
             // The whole order: tie groups are sorted by Python below, then the page is cut.
-            TieBreak::Key => fusion::rank(&scores.scores, p.min_score, 0, None, |a, b| a.cmp(&b)),
+            TieBreak::Key => fusion::rank(&scores, p.min_score, 0, None, |a, b| a.cmp(&b)),
         };
         Ok((scores, order))
     })?;
     let page = match p.tie_break {
         TieBreak::BestRank => order,
         TieBreak::Key => {
-            let sorted = sort_ties_by_key(py, &args.lists, &scan, &scores.scores, order)?;
+            let sorted = sort_ties_by_key(py, &args.lists, &scan, scores.order(), order)?;
             let end = p.limit.map_or(sorted.len(), |l| {
                 p.offset.saturating_add(l).min(sorted.len())
             });
@@ -255,7 +249,8 @@ fn sort_ties_by_key(
                 .call(
                     (pyo3::types::PyRange::new(py, 0, run.len() as isize)?,),
                     Some(&kw),
-                )?
+                )
+                .map_err(|e| incomparable_ties(py, e))?
                 .extract()?;
             let before = run.to_vec();
             for (slot, &i) in run.iter_mut().zip(&perm) {
@@ -265,6 +260,19 @@ fn sort_ties_by_key(
         start = end;
     }
     Ok(order)
+}
+
+/// A TypeError from comparing tied keys, re-raised naming `tie_break` (the original as cause).
+fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
+    if !e.is_instance_of::<PyTypeError>(py) {
+        return e;
+    }
+    let err = PyTypeError::new_err(format!(
+        "tie_break='key': tied keys cannot be compared ({})",
+        e.value(py)
+    ));
+    err.set_cause(py, Some(e));
+    err
 }
 
 /// Builds the Python hits of the page.
@@ -341,7 +349,8 @@ pub fn build_hits<'py>(
 ///     offset, limit: the page of the ordered hits (after min_score).
 ///     min_score: drop hits whose returned score is below it.
 ///     normalize: divide scores by the best possible score (sum of w/(k+1) over positive weights).
-///     scores: per list, its raw scores (or None), aligned with the list; carried into traces only.
+///     scores: per list, its raw scores (finite reals, or None for the list), aligned with the
+///         list; carried into traces only.
 ///     trace: give every hit its contributions.
 ///
 /// Returns:
