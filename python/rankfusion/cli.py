@@ -13,7 +13,7 @@ import argparse
 import math
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence, TextIO
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import trec
 
@@ -171,7 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the top N fused documents per query (default 1000; 0 keeps all)",
     )
     fuse.add_argument(
-        "--tag", type=_tag, default="rankfusion", help="run tag, the 6th column (default %(default)s)"
+        "--tag",
+        type=_tag,
+        default="rankfusion",
+        help="run tag, the 6th column (default %(default)s)",
     )
     fuse.add_argument(
         "-o",
@@ -250,6 +253,8 @@ def _check_output(path: Optional[str], what: str) -> None:
         return
     if os.path.isdir(path):
         raise UsageError(f"{what} is a directory: {path}")
+    if os.path.exists(path) and not os.path.isfile(path):
+        return  # a device or a FIFO (/dev/null, /dev/stdout): written directly
     folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"{what}: no such directory: {os.path.dirname(path) or '.'}")
@@ -265,7 +270,7 @@ def _check_weights(args: argparse.Namespace) -> None:
 def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
     # With --duplicates first/sum every line is kept and rrf decides; with error the reader
     # stops at the second line and names it.
-    mode = "error" if args.duplicates == "error" else "keep"
+    mode: Any = "error" if args.duplicates == "error" else "keep"
     progress = _progress(args)
     runs = [
         trec.read_run(path, order=args.order, duplicates=mode, progress=progress)
@@ -293,7 +298,8 @@ def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
 def _trace_lines(fused: Dict[str, List[Any]], names: Sequence[str], out: TextIO) -> None:
     import json
 
-    encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    # raw scores may be +-inf (a valid run score): written as Infinity, as Python's json does
+    encode = json.JSONEncoder(ensure_ascii=False).encode
     for qid, hits in fused.items():
         lines = []
         for rank, hit in enumerate(hits, 1):
@@ -336,9 +342,11 @@ def _fuse_command(args: argparse.Namespace) -> int:
     _check_inputs(args.runs + ([args.qrels] if args.qrels else []))
     _check_output(args.output, "-o")
     _check_output(args.trace, "--trace")
+    if args.trace == "-":
+        raise UsageError("--trace needs a file name (/dev/stdout prints it, with -o FILE)")
     if args.trace and args.output and os.path.realpath(args.trace) == os.path.realpath(args.output):
         raise UsageError("--trace and -o name the same file")
-    measures = None
+    measures: List[Any] = []
     if args.metrics is not None and not args.qrels:
         raise UsageError("--metrics needs --qrels")
     if args.qrels:
@@ -364,7 +372,7 @@ def _fuse_command(args: argparse.Namespace) -> int:
 
     table = None
     if qrels is not None:
-        names = [str(m) for m in measures]  # type: ignore[union-attr]
+        names = [str(m) for m in measures]
         rows = [(path, trec.evaluate(run, qrels, measures)) for path, run in zip(args.runs, runs)]
         rows.append((f"fused (RRF k={args.k})", trec.evaluate(fused, qrels, measures)))
         table = _metric_table(rows, names)
@@ -437,6 +445,7 @@ def _explain_command(args: argparse.Namespace) -> int:
                 where.setdefault(docid, (rank, score))
         positions.append(where)
 
+    selected: List[Tuple[Optional[int], Any]]
     if args.doc is not None:
         selected = [(rank, hit) for rank, hit in enumerate(fused, 1) if hit.key == args.doc]
         if not selected:
@@ -461,7 +470,7 @@ def _explain_command(args: argparse.Namespace) -> int:
             out.append(f"#{fused_rank}  doc {hit.key}  score {_fmt(hit.score)}")
         rows = [("run", "rank", "raw score", "weight", "contribution")]
         by_run: Dict[int, List[Any]] = {}
-        for c in hit.contributions:
+        for c in hit.contributions or ():
             by_run.setdefault(c.list_index, []).append(c)
         for i, path in enumerate(args.runs):
             counted = by_run.get(i)

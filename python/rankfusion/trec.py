@@ -37,7 +37,6 @@ import gzip
 import io
 import math
 import os
-import secrets
 import sys
 import zlib
 from bisect import bisect_right
@@ -47,12 +46,12 @@ from typing import (
     IO,
     TYPE_CHECKING,
     Any,
-    Literal,
     Dict,
     Hashable,
     Iterable,
     Iterator,
     List,
+    Literal,
     Mapping,
     NamedTuple,
     Optional,
@@ -152,7 +151,7 @@ def _open_text(path: PathLike) -> Tuple[IO[str], IO[bytes], int]:
         size = os.fstat(raw.fileno()).st_size
         magic = raw.read(2)
         raw.seek(0)
-        binary: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+        binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
         text = io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape")
     except BaseException:
         raw.close()
@@ -366,11 +365,13 @@ def read_run(
         try:
             chunk_scores = list(map(float, raw_scores))
         except ValueError:
-            raise _bad_value(name, raw_scores, float, lines, row0, "score is not a number") from None
+            raise _bad_value(
+                name, raw_scores, float, lines, row0, "score is not a number"
+            ) from None
         total = sum(chunk_scores)
         if total != total:  # a NaN somewhere (or +inf and -inf both: then nothing is found)
-            for i, s in enumerate(chunk_scores):
-                if s != s:
+            for i, value in enumerate(chunk_scores):
+                if value != value:
                     raise TrecFormatError(
                         name, lines.line(row0 + i), f"score is NaN, got {raw_scores[i]!r}"
                     )
@@ -464,15 +465,15 @@ class _AtomicFile:
 
     def __init__(self, path: PathLike, *, compress: Optional[bool] = None) -> None:
         self.path = os.fspath(path)
-        target = os.path.realpath(self.path)
         gz = self.path.endswith(".gz") if compress is None else compress
         self._tmp: Optional[str] = None
-        if os.path.exists(target) and not os.path.isfile(target):
-            self._raw = open(target, "wb")  # noqa: SIM115
+        if os.path.exists(self.path) and not os.path.isfile(self.path):
+            self._raw = open(self.path, "wb")  # noqa: SIM115 - a device, FIFO, /dev/stdout
         else:
+            target = os.path.realpath(self.path)
             folder, base = os.path.split(target)
             for _ in range(100):
-                tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+                tmp = os.path.join(folder, f".{base}.{os.urandom(4).hex()}.tmp")
                 try:
                     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                 except FileExistsError:  # pragma: no cover - 32 random bits
@@ -481,7 +482,7 @@ class _AtomicFile:
             self._tmp = tmp
             self._target = target
             self._raw = os.fdopen(fd, "wb")
-        binary: IO[bytes] = (
+        binary: Any = (
             gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
             if gz
             else self._raw
@@ -540,16 +541,21 @@ def _ranked_pairs(ranked: Any) -> Tuple[List[Any], List[Any]]:
 
 
 def _run_lines(qid: str, docids: List[Any], scores: List[Any], tag: str) -> str:
-    if not all(type(d) is str for d in docids):
+    """The lines of one query; checks ids (no whitespace) and writes floats exactly (repr)."""
+    if not docids:
+        return ""
+    if set(map(type, docids)) != {str}:
         docids = [d if isinstance(d, str) else str(d) for d in docids]
     joined = "".join(docids)
-    if not all(docids) or (joined and joined.split() != [joined]):
+    if not all(docids) or joined.split() != [joined]:  # an empty id, or whitespace in one
         for d in docids:
             _check_id(d, f"doc id of query {qid!r}")
-    if not all(type(s) is float for s in scores):
+    if set(map(type, scores)) != {float}:
         scores = [float(s) for s in scores]
+    head = f"{qid} Q0 "
+    tail = f" {tag}\n"
     return "".join(
-        [f"{qid} Q0 {d} {r} {s!r} {tag}\n" for r, d, s in zip(range(1, len(docids) + 1), docids, scores)]
+        [f"{head}{d} {r} {s!r}{tail}" for r, d, s in zip(range(1, len(docids) + 1), docids, scores)]
     )
 
 
@@ -607,7 +613,7 @@ def write_qrels(qrels: Mapping[Any, Mapping[Any, int]], path: Union[PathLike, IO
             docid = str(docid)
             _check_id(docid, f"doc id of query {qid!r}")
             if isinstance(gain, bool) or not isinstance(gain, int):
-                if isinstance(gain, float) and gain.is_integer():
+                if type(gain) is float and gain.is_integer():
                     gain = int(gain)
                 else:
                     raise ValueError(f"gain of {qid!r}/{docid!r} must be an integer, got {gain!r}")
@@ -784,9 +790,7 @@ def _import_ir_measures() -> Any:
     try:
         import ir_measures
     except ImportError:
-        raise ImportError(
-            "evaluation needs ir-measures: pip install 'rankfusion[eval]'"
-        ) from None
+        raise ImportError("evaluation needs ir-measures: pip install 'rankfusion[eval]'") from None
     return ir_measures
 
 
@@ -833,8 +837,9 @@ def parse_metrics(spec: Union[str, Iterable[str]]) -> List[Any]:
 def evaluate(
     run: Mapping[Any, Any], qrels: Qrels, metrics: Union[str, Iterable[Any]] = "ndcg@10"
 ) -> Dict[str, float]:
-    """Mean of each metric over the queries, computed by ir-measures (pytrec_eval, i.e.
-    trec_eval's definitions): ``{"nDCG@10": 0.42, ...}``.
+    """Mean of each metric, computed by ir-measures (pytrec_eval, i.e. trec_eval's definitions):
+    ``{"nDCG@10": 0.42, ...}``. The mean is over every judged query: a judged query missing
+    from the run counts as 0 (as ``trec_eval -c``); queries without judgments are ignored.
 
     ``run`` is a run or fused hits; it is evaluated as trec_eval would evaluate the file
     :func:`write_run` writes: trec_eval ranks by score and breaks ties by doc id, whatever the
@@ -866,6 +871,7 @@ def _progress_bar(progress: Any, total: Optional[int], desc: str, unit: str = "B
         "leave": False,
         "file": sys.stderr,
         "dynamic_ncols": True,
+        "delay": 0.5,  # only operations that take a while get a bar
     }
     if isinstance(progress, dict):
         options.update(progress)

@@ -1,0 +1,386 @@
+"""The ``rankfusion`` command, run through subprocess: exit codes, stdout/stderr, files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rankfusion import reference, trec
+
+pytest.importorskip("rankfusion.cli")
+
+
+def rankfusion(*args, cwd=None, input=None):
+    return subprocess.run(
+        [sys.executable, "-m", "rankfusion", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        input=input,
+        timeout=120,
+    )
+
+
+def run_text(rows, tag="t"):
+    return "".join(f"{q} Q0 {d} {r} {s} {tag}\n" for q, d, r, s in rows)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    a = tmp_path / "a.run"
+    b = tmp_path / "b.run.gz"
+    a.write_text(
+        run_text([("1", "x", 1, 3.0), ("1", "y", 2, 2.0), ("1", "z", 3, 1.0), ("2", "u", 1, 5.0)])
+    )
+    b.write_bytes(
+        gzip.compress(
+            run_text([("1", "z", 1, 0.9), ("1", "x", 2, 0.8), ("3", "v", 1, 0.7)]).encode()
+        )
+    )
+    return a, b
+
+
+def expected_fusion(a, b, **options):
+    ra, rb = trec.read_run(a), trec.read_run(b)
+    out = {}
+    for q in ["1", "2", "3"]:
+        lists = [ra[q].docids if q in ra else [], rb[q].docids if q in rb else []]
+        out[q] = reference.rrf(lists, **options)
+    return out
+
+
+def parse_lines(text):
+    return [line.split() for line in text.splitlines()]
+
+
+# --- fuse -------------------------------------------------------------------------------------
+
+
+def test_fuse_to_stdout(runs):
+    a, b = runs
+    p = rankfusion("fuse", a, b, "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""
+    lines = parse_lines(p.stdout)
+    expected = expected_fusion(a, b)
+    want = [
+        [q, "Q0", h.key, str(r), repr(h.score), "rankfusion"]
+        for q, hits in expected.items()
+        for r, h in enumerate(hits, 1)
+    ]
+    assert lines == want
+
+
+def test_fuse_options_and_output_file(runs, tmp_path):
+    a, b = runs
+    out = tmp_path / "fused.run"
+    p = rankfusion(
+        "fuse",
+        a,
+        b,
+        "-k",
+        "10",
+        "--weights",
+        "1,0.5",
+        "--window",
+        "2",
+        "--limit",
+        "1",
+        "--tag",
+        "hyb",
+        "-o",
+        out,
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    expected = expected_fusion(a, b, k=10, weights=[1, 0.5], window=2, limit=1)
+    lines = parse_lines(out.read_text())
+    assert lines == [
+        [q, "Q0", hits[0].key, "1", repr(hits[0].score), "hyb"] for q, hits in expected.items()
+    ]
+
+
+def test_fuse_gzip_output_and_limit_zero_keeps_all(runs, tmp_path):
+    a, b = runs
+    out = tmp_path / "fused.run.gz"
+    p = rankfusion("fuse", a, b, "--limit", "0", "-o", out, "-q")
+    assert p.returncode == 0, p.stderr
+    with gzip.open(out, "rt") as f:
+        assert len(f.readlines()) == 3 + 1 + 1
+
+
+def test_fuse_warns_about_missing_queries(runs):
+    a, b = runs
+    p = rankfusion("fuse", a, b)
+    assert p.returncode == 0
+    assert "warning" in p.stderr and "1 of 3 queries (3)" in p.stderr
+    assert "(2)" in p.stderr
+    assert rankfusion("fuse", a, b, "--quiet").stderr == ""
+
+
+def test_fuse_trace(runs, tmp_path):
+    a, b = runs
+    out, trace = tmp_path / "f.run", tmp_path / "f.trace.jsonl"
+    p = rankfusion("fuse", a, b, "-o", out, "--trace", trace, "-q")
+    assert p.returncode == 0, p.stderr
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert len(records) == len(out.read_text().splitlines())
+    first = records[0]
+    assert first["qid"] == "1" and first["rank"] == 1
+    assert first["docid"] in ("x", "z")
+    runs_seen = {c["run"]: c for c in first["contributions"]}
+    assert set(runs_seen) == {str(a), str(b)}
+    x = next(r for r in records if r["qid"] == "1" and r["docid"] == "x")
+    assert x["contributions"] == [
+        {
+            "run": str(a),
+            "list_index": 0,
+            "rank": 1,
+            "score": 3.0,
+            "weight": 1.0,
+            "contribution": 1 / 61,
+        },
+        {
+            "run": str(b),
+            "list_index": 1,
+            "rank": 2,
+            "score": 0.8,
+            "weight": 1.0,
+            "contribution": 1 / 62,
+        },
+    ]
+    assert x["score"] == reference.canonical_sum([1 / 61, 1 / 62])
+
+
+def test_fuse_duplicates(tmp_path):
+    a = tmp_path / "dup.run"
+    a.write_text(run_text([("1", "x", 1, 3.0), ("1", "y", 2, 2.0), ("1", "x", 3, 1.0)]))
+    first = parse_lines(rankfusion("fuse", a, "-q").stdout)
+    assert [line[2] for line in first] == ["x", "y"]
+    assert first[0][4] == repr(1 / 61)
+    summed = parse_lines(rankfusion("fuse", a, "--duplicates", "sum", "-q").stdout)
+    assert summed[0][4] == repr(reference.canonical_sum([1 / 61, 1 / 63]))
+    out = tmp_path / "out.run"
+    p = rankfusion("fuse", a, "--duplicates", "error", "-o", out)
+    assert p.returncode == 1
+    assert f"{a}:3: query '1' has doc 'x' twice (first on line 1)" in p.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("1 Q0 x 1 3.0 t\n1 Q0 y 2 2.0\n", ":2: expected 6 fields"),
+        ("1 Q0 x 1 3.0 t\n1 Q0 y 2 high t\n", ":2: score is not a number"),
+        ("", "empty run"),
+    ],
+)
+def test_bad_data_exits_1_and_writes_nothing(runs, tmp_path, content, message):
+    a, _ = runs
+    bad = tmp_path / "bad.run"
+    bad.write_text(content)
+    out, trace = tmp_path / "out.run", tmp_path / "out.jsonl"
+    p = rankfusion("fuse", a, bad, "-o", out, "--trace", trace)
+    assert p.returncode == 1
+    assert message in p.stderr and str(bad) in p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stdout == ""
+    assert not out.exists() and not trace.exists()
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a.run", "b.run.gz", "bad.run"]
+
+
+def test_bad_data_keeps_an_existing_output(runs, tmp_path):
+    a, _ = runs
+    bad = tmp_path / "bad.run"
+    bad.write_text("1 Q0 x\n")
+    out = tmp_path / "out.run"
+    out.write_text("previous\n")
+    assert rankfusion("fuse", a, bad, "-o", out).returncode == 1
+    assert out.read_text() == "previous\n"
+
+
+def test_corrupt_gzip_exits_1(runs, tmp_path):
+    a, b = runs
+    broken = tmp_path / "broken.run.gz"
+    broken.write_bytes(b.read_bytes()[:-12])
+    p = rankfusion("fuse", a, broken)
+    assert p.returncode == 1 and "corrupt gzip" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--weights", "1"], "--weights has 1 values for 2 runs"),
+        (["--weights", "1,x"], "--weights"),
+        (["-k", "-1"], "-k"),
+        (["-k", "nan"], "-k"),
+        (["--window", "0"], "--window"),
+        (["--limit", "-3"], "--limit"),
+        (["--duplicates", "max"], "--duplicates"),
+        (["--tag", "two words"], "--tag"),
+        (["--metrics", "ndcg@10"], "--metrics needs --qrels"),
+        (["--nonsense"], "unrecognized arguments"),
+    ],
+)
+def test_bad_usage_exits_2(runs, tmp_path, args, message):
+    a, b = runs
+    out = tmp_path / "out.run"
+    p = rankfusion("fuse", a, b, "-o", out, *args)
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr
+    assert not out.exists()
+
+
+def test_bad_usage_files(runs, tmp_path):
+    a, b = runs
+    p = rankfusion("fuse", a, tmp_path / "missing.run")
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = rankfusion("fuse", a, b, "-o", tmp_path / "no" / "dir" / "out.run")
+    assert p.returncode == 2 and "no such directory" in p.stderr
+    p = rankfusion("fuse", a, b, "-o", tmp_path)
+    assert p.returncode == 2 and "is a directory" in p.stderr
+    p = rankfusion("fuse", a, b, "-o", tmp_path / "x", "--trace", tmp_path / "x")
+    assert p.returncode == 2 and "same file" in p.stderr
+    p = rankfusion("fuse", a, b, "--trace", "-")
+    assert p.returncode == 2 and "--trace needs a file name" in p.stderr
+    p = rankfusion("fuse")
+    assert p.returncode == 2 and "RUN" in p.stderr
+    p = rankfusion()
+    assert p.returncode == 2 and "fuse" in p.stderr
+
+
+def test_help_and_version():
+    p = rankfusion("--help")
+    assert p.returncode == 0 and "fuse" in p.stdout and "explain" in p.stdout
+    p = rankfusion("fuse", "--help")
+    assert p.returncode == 0 and "examples:" in p.stdout and "--qrels" in p.stdout
+    p = rankfusion("explain", "--help")
+    assert p.returncode == 0 and "examples:" in p.stdout
+    p = rankfusion("--version")
+    assert p.returncode == 0 and p.stdout.startswith("rankfusion ")
+
+
+def test_no_progress_bar_when_stderr_is_not_a_tty(runs, tmp_path):
+    a, b = runs
+    p = rankfusion("fuse", a, b, "-o", tmp_path / "o.run")
+    assert "it/s" not in p.stderr and "%|" not in p.stderr
+
+
+def test_console_script_if_installed(runs):
+    exe = shutil.which("rankfusion")
+    if exe is None:
+        pytest.skip("the rankfusion console script is not on PATH")
+    a, b = runs
+    p = subprocess.run([exe, "fuse", str(a), str(b), "-q"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == rankfusion("fuse", a, b, "-q").stdout
+
+
+# --- evaluation -------------------------------------------------------------------------------
+
+
+def test_fuse_with_qrels_prints_a_table(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 z 2\n1 0 y 1\n2 0 u 1\n3 0 v 0\n")
+    out = tmp_path / "f.run"
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "--metrics", "ndcg@10,P@1", "-o", out, "-q")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["run", "nDCG@10", "P@1"]
+    assert [line.split()[0] for line in lines[1:]] == [str(a), str(b), "fused"]
+    # without -o the run goes to stdout and the table to stderr
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "-q")
+    assert p.returncode == 0
+    assert p.stdout.startswith("1 Q0 ")
+    assert p.stderr.splitlines()[0].split() == ["run", "nDCG@10", "R@100"]
+
+
+def test_fuse_with_bad_qrels_or_metric(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 z two\n")
+    out = tmp_path / "f.run"
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "-o", out)
+    assert p.returncode == 1 and "gain is not an integer" in p.stderr and not out.exists()
+    qrels.write_text("1 0 z 1\n")
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "--metrics", "ndcg@10,nope", "-o", out)
+    assert p.returncode == 2 and "unknown metric 'nope'" in p.stderr and not out.exists()
+
+
+# --- explain ----------------------------------------------------------------------------------
+
+
+def test_explain_top(runs):
+    a, b = runs
+    p = rankfusion("explain", a, b, "--query", "1", "--top", "2", "-q")
+    assert p.returncode == 0, p.stderr
+    text = p.stdout
+    assert text.startswith("query 1: 3 fused documents, top 2 shown; RRF k=60")
+    blocks = text.split("\n\n")[1:]
+    assert len(blocks) == 2
+    hits = reference.rrf([["x", "y", "z"], ["z", "x"]])
+    assert blocks[0].splitlines()[0] == f"#1  doc {hits[0].key}  score {hits[0].score!r}"
+    rows = [line.split() for line in blocks[0].splitlines()[2:]]
+    assert rows == [
+        [str(a), "1", "3.0", "1.0", repr(1 / 61)],
+        [str(b), "2", "0.8", "1.0", repr(1 / 62)],
+    ]
+
+
+def test_explain_doc_absent_from_a_run_and_outside_window(runs):
+    a, b = runs
+    p = rankfusion("explain", a, b, "--query", "1", "--doc", "y", "-q")
+    assert p.returncode == 0, p.stderr
+    assert "#3  doc y" in p.stdout
+    assert "not in run" in p.stdout
+    p = rankfusion("explain", a, b, "--query", "1", "--doc", "y", "--window", "1", "-q")
+    assert p.returncode == 0
+    assert "doc y: no fused score" in p.stdout and "outside the window" in p.stdout
+    p = rankfusion("explain", a, b, "--query", "2", "--doc", "u", "--weights", "1,2", "-q")
+    assert "query not in run" in p.stdout
+
+
+def test_explain_errors(runs):
+    a, b = runs
+    p = rankfusion("explain", a, b, "--query", "99")
+    assert p.returncode == 1 and "query '99' is in none of the runs" in p.stderr
+    p = rankfusion("explain", a, b, "--query", "1", "--doc", "nope")
+    assert p.returncode == 1 and "no run ranks doc 'nope'" in p.stderr
+    p = rankfusion("explain", a, b)
+    assert p.returncode == 2 and "--query" in p.stderr
+    p = rankfusion("explain", a, b, "--query", "1", "--doc", "x", "--top", "3")
+    assert p.returncode == 2 and "not allowed with" in p.stderr
+
+
+def test_main_returns_status_in_process(runs, capsys):
+    from rankfusion.cli import main
+
+    a, b = runs
+    assert main(["fuse", str(a), str(b), "-q", "--limit", "1"]) == 0
+    assert capsys.readouterr().out.count("\n") == 3
+    assert main(["fuse", str(a), str(b), "--weights", "1"]) == 2
+    assert os.path.exists(a)
+
+
+def test_progress_only_on_a_terminal_and_not_quiet(monkeypatch):
+    import argparse
+
+    from rankfusion import cli
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli._progress(argparse.Namespace(quiet=False)) is True
+    assert cli._progress(argparse.Namespace(quiet=True)) is False
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert cli._progress(argparse.Namespace(quiet=False)) is False
+    bar = trec._progress_bar(True, 10, "reading")
+    assert bar is not None and bar.total == 10
+    bar.close()
+    assert trec._progress_bar(False, 10, "reading") is None
