@@ -9,3 +9,8 @@ from ._core import Contribution, Hit, rrf
 
 __all__ = ["Contribution", "Hit", "reference", "rrf"]
 __version__ = "0.1.0"
+
+# --- Candidate revalidation ----------------------------------------------------------------------
+from ._core import Revalidated, RevalidatedBatch, pool_size, revalidate, revalidate_batch
+
+__all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "revalidate_batch"]
