@@ -90,20 +90,44 @@ pub fn rebuild(slots: &[u32], live: &[bool], limit: Option<usize>) -> Vec<u32> {
         .collect()
 }
 
-/// Marks a padding cell in [`BatchPlan::slots`].
-pub const PAD_SLOT: u32 = u32::MAX;
+/// No unique id: a pad cell, or a table entry for an id that does not occur.
+const NONE: u32 = u32::MAX;
+
+/// Where the cells of a batch find the index of their id among the unique ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Index {
+    /// Ids in a narrow range: `table[id - lo]` is the id's unique index (or [`NONE`]).
+    Dense { lo: i64, table: Vec<u32> },
+    /// Any ids: cell (row-major) -> unique index of its id ([`NONE`] for a pad).
+    Cells(Vec<u32>),
+}
 
 /// The de-duplication plan of a (Q, P) id matrix, read row by row.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BatchPlan {
     /// The unique ids of the whole batch, in first-seen order (row by row); never the pad value.
     pub unique: Vec<i64>,
-    /// Cell (row-major) -> index of its id in `unique`, or [`PAD_SLOT`] for a pad.
-    pub slots: Vec<u32>,
+    index: Index,
+}
+
+impl BatchPlan {
+    /// The index in `unique` of the id `x` held by cell `c`; None for a pad (or for an id the
+    /// plan never saw, which only a concurrent modification of the ids can produce).
+    #[inline]
+    pub fn slot(&self, c: usize, x: i64, pad: i64) -> Option<u32> {
+        if x == pad {
+            return None;
+        }
+        let slot = match &self.index {
+            Index::Dense { lo, table } => *table.get(x.wrapping_sub(*lo) as u64 as usize)?,
+            Index::Cells(slots) => *slots.get(c)?,
+        };
+        (slot != NONE).then_some(slot)
+    }
 }
 
 fn check_count(n: usize, name: &str) -> Result<()> {
-    if n >= PAD_SLOT as usize {
+    if n >= NONE as usize {
         return Err(Error::value(
             name,
             format!("{name} has {n} entries, more than revalidation handles at once"),
@@ -113,7 +137,7 @@ fn check_count(n: usize, name: &str) -> Result<()> {
 }
 
 /// `(min, span)` of the non-pad ids when they fit a direct-address table of at most about two
-/// slots per cell, where a table beats hashing.
+/// entries per cell, where a table beats hashing.
 fn dense_range(ids: &[i64], pad: i64) -> Option<(i64, usize)> {
     let (lo, hi) = pool::install(|| {
         ids.par_iter()
@@ -136,60 +160,68 @@ fn dense_range(ids: &[i64], pad: i64) -> Option<(i64, usize)> {
     (span <= budget).then_some((lo, span as usize))
 }
 
-/// Plans a row-major id matrix: its unique ids in first-seen order and each cell's slot. Ids in
-/// a narrow range go through a direct-address table, others through a hash table.
+/// Plans a row-major id matrix: its unique ids in first-seen order, and where each cell finds
+/// its id among them. Ids in a narrow range go through a direct-address table (no per-cell
+/// memory), others through a hash table. Never panics, whatever the ids.
 pub fn batch_plan(ids: &[i64], pad: i64) -> Result<BatchPlan> {
     check_count(ids.len(), "ids")?;
+    if let Some((lo, span)) = dense_range(ids, pad) {
+        let mut unique = Vec::with_capacity(ids.len().min(span));
+        let mut table = vec![NONE; span];
+        for &x in ids {
+            if x == pad {
+                continue;
+            }
+            // Out of the range only if another thread changed the ids since `dense_range`.
+            if let Some(entry) = table.get_mut(x.wrapping_sub(lo) as u64 as usize) {
+                if *entry == NONE {
+                    *entry = unique.len() as u32;
+                    unique.push(x);
+                }
+            }
+        }
+        return Ok(BatchPlan {
+            unique,
+            index: Index::Dense { lo, table },
+        });
+    }
     let mut unique = Vec::new();
     let mut slots = Vec::with_capacity(ids.len());
-    if let Some((lo, span)) = dense_range(ids, pad) {
-        let mut table = vec![PAD_SLOT; span];
-        for &x in ids {
-            if x == pad {
-                slots.push(PAD_SLOT);
-                continue;
-            }
-            // x - lo < span: no overflow in the wrapping difference.
-            let entry = &mut table[x.wrapping_sub(lo) as u64 as usize];
-            if *entry == PAD_SLOT {
-                *entry = unique.len() as u32;
-                unique.push(x);
-            }
-            slots.push(*entry);
+    let mut seen: HashMap<i64, u32, Hasher> = HashMap::default();
+    for &x in ids {
+        if x == pad {
+            slots.push(NONE);
+            continue;
         }
-    } else {
-        let mut seen: HashMap<i64, u32, Hasher> = HashMap::default();
-        for &x in ids {
-            if x == pad {
-                slots.push(PAD_SLOT);
-                continue;
-            }
-            let next = unique.len() as u32;
-            let slot = *seen.entry(x).or_insert(next);
-            if slot == next {
-                unique.push(x);
-            }
-            slots.push(slot);
+        let next = unique.len() as u32;
+        let slot = *seen.entry(x).or_insert(next);
+        if slot == next {
+            unique.push(x);
         }
+        slots.push(slot);
     }
-    Ok(BatchPlan { unique, slots })
+    Ok(BatchPlan {
+        unique,
+        index: Index::Cells(slots),
+    })
 }
 
-/// A (n_rows, n_cols) batch of candidates: row-major ids (with a pad value) and their scores.
+/// A (n_rows, n_cols) batch of candidates: row-major ids (with a pad value) and their scores,
+/// of any type that widens to f64 exactly (f64, f32).
 #[derive(Clone, Copy, Debug)]
-pub struct Batch<'a> {
+pub struct Batch<'a, S = f64> {
     ids: &'a [i64],
-    scores: &'a [f64],
+    scores: &'a [S],
     n_rows: usize,
     n_cols: usize,
     pad: i64,
 }
 
-impl<'a> Batch<'a> {
+impl<'a, S: Copy + Into<f64> + Sync> Batch<'a, S> {
     /// Checks that `ids` and `scores` both hold `n_rows * n_cols` values.
     pub fn new(
         ids: &'a [i64],
-        scores: &'a [f64],
+        scores: &'a [S],
         n_rows: usize,
         n_cols: usize,
         pad: i64,
@@ -234,16 +266,22 @@ pub struct Compacted {
     pub width: usize,
 }
 
-/// Compacts each row of `batch`, in parallel (in this process's pool, see `pool`): the cells whose slot is live, in input order, at
-/// most `limit` per row. The width is `min(limit, n_cols)` with a limit, else the largest count.
-/// `slots` comes from the batch's plan, `live` has one entry per unique id.
-pub fn compact(batch: &Batch<'_>, slots: &[u32], live: &[bool], limit: Option<usize>) -> Compacted {
-    pool::install(|| compact_rows(batch, slots, live, limit))
+/// Compacts each row of `batch`, in parallel (in this process's pool, see `pool`): the cells
+/// whose id is live, in input order, at most `limit` per row. The width is `min(limit, n_cols)`
+/// with a limit, else the largest count. `plan` is the batch's plan and `live` has one entry
+/// per unique id (it may be empty when `limit` is 0).
+pub fn compact<S: Copy + Into<f64> + Sync>(
+    batch: &Batch<'_, S>,
+    plan: &BatchPlan,
+    live: &[bool],
+    limit: Option<usize>,
+) -> Compacted {
+    pool::install(|| compact_rows(batch, plan, live, limit))
 }
 
-fn compact_rows(
-    batch: &Batch<'_>,
-    slots: &[u32],
+fn compact_rows<S: Copy + Into<f64> + Sync>(
+    batch: &Batch<'_, S>,
+    plan: &BatchPlan,
     live: &[bool],
     limit: Option<usize>,
 ) -> Compacted {
@@ -254,15 +292,19 @@ fn compact_rows(
         n_cols,
         pad,
     } = *batch;
-    let keeps = |c: usize| {
-        let slot = slots[c];
-        slot != PAD_SLOT && live[slot as usize]
+    let keeps = |c: usize, x: i64| match plan.slot(c, x, pad) {
+        Some(slot) => live.get(slot as usize).copied().unwrap_or(false),
+        None => false,
     };
     let width = match limit {
         Some(l) => l.min(n_cols),
         None => (0..n_rows)
             .into_par_iter()
-            .map(|q| (q * n_cols..(q + 1) * n_cols).filter(|&c| keeps(c)).count())
+            .map(|q| {
+                (q * n_cols..(q + 1) * n_cols)
+                    .filter(|&c| keeps(c, ids[c]))
+                    .count()
+            })
             .max()
             .unwrap_or(0),
     };
@@ -281,9 +323,10 @@ fn compact_rows(
                     if j == width {
                         break;
                     }
-                    if keeps(c) {
-                        row_ids[j] = ids[c];
-                        row_scores[j] = scores[c];
+                    let x = ids[c];
+                    if keeps(c, x) {
+                        row_ids[j] = x;
+                        row_scores[j] = scores[c].into();
                         j += 1;
                     }
                 }
@@ -303,8 +346,8 @@ fn compact_rows(
 
 /// `revalidate_batch` for Rust callers: plans the batch, calls `is_live` ONCE with its unique ids
 /// (not at all when there are none, or `limit` is 0), and compacts it.
-pub fn revalidate_batch<E: From<Error>>(
-    batch: &Batch<'_>,
+pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
+    batch: &Batch<'_, S>,
     limit: Option<usize>,
     is_live: impl FnOnce(&[i64]) -> std::result::Result<Vec<bool>, E>,
 ) -> std::result::Result<Compacted, E> {
@@ -316,7 +359,7 @@ pub fn revalidate_batch<E: From<Error>>(
         check_live_len(live.len(), plan.unique.len())?;
         live
     };
-    Ok(compact(batch, &plan.slots, &live, limit))
+    Ok(compact(batch, &plan, &live, limit))
 }
 
 /// `is_live` must answer one bool per unique id.
@@ -415,7 +458,7 @@ mod tests {
             reference_batch(ids, &scores, n_rows, n_cols, pad, limit, alive);
         let mut asked = None;
         let batch = Batch::new(ids, &scores, n_rows, n_cols, pad).unwrap();
-        let out = revalidate_batch::<Error>(&batch, limit, |u| {
+        let out = revalidate_batch::<f64, Error>(&batch, limit, |u| {
             asked = Some(u.to_vec());
             Ok(u.iter().map(|&x| alive(x)).collect())
         })
@@ -457,10 +500,27 @@ mod tests {
     }
 
     #[test]
+    fn f32_scores_widen_exactly() {
+        let ids = [1, 2, -1, 2];
+        let scores32 = [0.1f32, f32::NAN, 7.0, 1e30];
+        let scores64: Vec<f64> = scores32.iter().map(|&x| x as f64).collect();
+        let all = |u: &[i64]| Ok::<_, Error>(vec![true; u.len()]);
+        let a = revalidate_batch(&Batch::new(&ids, &scores32, 2, 2, -1).unwrap(), None, all);
+        let b = revalidate_batch(&Batch::new(&ids, &scores64, 2, 2, -1).unwrap(), None, all);
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            (&a.ids, &a.counts, bits(&a.scores)),
+            (&b.ids, &b.counts, bits(&b.scores))
+        );
+        assert_eq!(a.ids, vec![1, 2, 2, -1]);
+    }
+
+    #[test]
     fn batch_rejects_wrong_lengths() {
         assert!(Batch::new(&[1, 2], &[0.0, 0.0], 1, 3, -1).is_err());
         assert!(Batch::new(&[1, 2], &[0.0], 1, 2, -1).is_err());
-        assert!(Batch::new(&[], &[], usize::MAX, 2, -1).is_err());
+        assert!(Batch::<f64>::new(&[], &[], usize::MAX, 2, -1).is_err());
         let batch = Batch::new(&[1, 2], &[0.0, 0.0], 1, 2, -1).unwrap();
         let short = |_: &[i64]| Ok::<_, Error>(vec![true]);
         assert!(revalidate_batch(&batch, None, short).is_err());

@@ -272,7 +272,7 @@ def batch_calls(draw):
         draw(st.lists(st.sampled_from(pool), min_size=n_rows * n_cols, max_size=n_rows * n_cols)),
         dtype=np.int64,
     ).reshape(n_rows, n_cols)
-    dtype = draw(st.sampled_from([np.int64, np.int32, np.uint32, np.int8]))
+    dtype = draw(st.sampled_from([np.int64, np.int32, np.uint32, np.int8, np.uint64]))
     if np.all((ids >= np.iinfo(dtype).min) & (ids <= np.iinfo(dtype).max)):
         ids = ids.astype(dtype)
     score_values = st.floats(allow_nan=True, allow_infinity=True, width=64)
@@ -347,6 +347,7 @@ def test_revalidate_batch_matches_reference(call, answer):
     ids=st.one_of(
         st.sampled_from([[[1, 2]], [[1, 2], [3]], [1, 2], [[[1]]], "ab", None, [["a"]], [[1.5]]]),
         st.just(np.zeros((2, 2), dtype=np.uint64)),
+        st.just(np.full((2, 2), 2**64 - 1, dtype=np.uint64)),
         st.just(np.zeros((2, 2), dtype=bool)),
     ),
     scores=st.sampled_from([[[0.5, 0.25]], [[0.5]], [[1, 2]], [["x", "y"]], None, [[True, False]]]),

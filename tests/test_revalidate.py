@@ -465,6 +465,12 @@ def test_batch_limit_and_width(impl):
     assert out.ids.tolist() == [[-1, -1], [-1, -1]] and np.isnan(out.scores).all()
 
 
+def test_batch_uint64_ids_that_fit(impl):
+    ids = np.array([[2**63 - 1, 5]], dtype=np.uint64)  # hnswlib and usearch return uint64 labels
+    out = impl.revalidate_batch(ids, [[0.5, 0.25]], lambda u: u == 5)
+    assert out.ids.tolist() == [[5]] and out.ids.dtype == np.int64
+
+
 def test_batch_custom_pad_and_dtypes(impl):
     ids = np.array([[0, 7, 0, 7]], dtype=np.uint16)
     scores = np.array([[1, 2, 3, 4]], dtype=np.int32)
@@ -510,7 +516,7 @@ def test_batch_inputs_not_modified_and_strided_views(impl):
     "ids, scores, exc, words",
     [
         (np.zeros((2, 2)), np.zeros((2, 2)), TypeError, "ids"),  # float ids
-        (np.zeros((2, 2), dtype=np.uint64), np.zeros((2, 2)), TypeError, "ids"),
+        (np.full((2, 2), 2**63, dtype=np.uint64), np.zeros((2, 2)), ValueError, "ids"),
         (np.zeros((2, 2), dtype=bool), np.zeros((2, 2)), TypeError, "ids"),
         ([["a", "b"]], np.zeros((1, 2)), TypeError, "ids"),
         (np.zeros(4, dtype=np.int64), np.zeros(4), ValueError, "ids"),  # 1-D

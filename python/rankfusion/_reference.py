@@ -435,7 +435,7 @@ def _matrix(value: Any, name: str, kinds: str, what: str):
     except ValueError as e:  # a ragged nested list
         raise ValueError(f"{name} must be a 2-D array: {e}") from None
     dtype = array.dtype
-    if dtype.kind not in kinds or (dtype.kind == "u" and kinds == "iu" and dtype.itemsize >= 8):
+    if dtype.kind not in kinds:
         raise TypeError(f"{name} must be {what}, got dtype {dtype}")
     if array.ndim != 2:
         raise ValueError(
@@ -449,7 +449,7 @@ def revalidate_batch(
 ):
     """The live candidates of Q queries at once. See SPEC.md and ``rankfusion.revalidate_batch``.
 
-    Where SPEC.md is silent: ids of an integer dtype that widens to int64; scores of any integer or
+    Where SPEC.md is silent: ids of any integer dtype whose values fit in int64; scores of any integer or
     float dtype, as float64; ``is_live`` must answer a bool array of one entry per id and is not
     called when there is no id or ``limit`` is 0; the width is ``min(limit, P)``, or the largest
     count without a limit.
@@ -457,7 +457,9 @@ def revalidate_batch(
     import numpy as np
 
     # 1. Arguments, in signature order.
-    ids = _matrix(ids, "ids", "iu", "an integer array (an integer dtype that widens to int64)")
+    ids = _matrix(ids, "ids", "iu", "an integer array (an integer dtype that fits in int64)")
+    if ids.dtype == np.uint64 and ids.size and ids.max() > 2**63 - 1:
+        raise ValueError(f"ids must fit in int64, got {ids.max()!r}")
     scores = _matrix(scores, "scores", "iuf", "a real array (integer or float dtype)")
     if scores.shape != ids.shape:
         raise ValueError(f"scores has shape {scores.shape} but ids has shape {ids.shape}")

@@ -4,8 +4,8 @@
 
 use numpy::ndarray::Array2;
 use numpy::{
-    IntoPyArray, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray,
-    PyUntypedArrayMethods,
+    IntoPyArray, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
+    PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyException, PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -482,17 +482,15 @@ fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 }
 
 /// A 2-D array whose dtype kind is accepted (checked before the shape), like the reference's
-/// `_matrix`; returned contiguous in `dtype`.
+/// `_matrix`.
 fn matrix<'py>(
     value: &Bound<'py, PyAny>,
     name: &str,
-    accepts: impl Fn(u8, usize) -> bool,
+    kinds: &[u8],
     what: &str,
-    dtype: &str,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     let py = value.py();
-    let np = numpy(py)?;
-    let array = match np.call_method1(intern!(py, "asarray"), (value,)) {
+    let array = match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
         Ok(a) => a,
         Err(e) if e.is_instance_of::<PyValueError>(py) => {
             return Err(PyValueError::new_err(format!(
@@ -503,38 +501,59 @@ fn matrix<'py>(
         Err(e) => return Err(e),
     };
     let array = array.cast_into::<PyUntypedArray>()?;
-    let descr = array.dtype();
-    if !accepts(descr.kind(), descr.itemsize()) {
+    if !kinds.contains(&array.dtype().kind()) {
         return Err(PyTypeError::new_err(format!(
             "{name} must be {what}, got dtype {}",
-            descr.str()?
+            array.dtype().str()?
         )));
     }
     if array.ndim() != 2 {
         return Err(PyValueError::new_err(format!(
             "{name} must be a 2-D array (queries, candidates), got shape {}",
-            array.getattr(intern!(py, "shape"))?.repr()?
+            shape(&array)?
         )));
     }
-    Ok(np
-        .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
-        .cast_into::<PyUntypedArray>()?)
+    Ok(array)
 }
 
-/// A copy of a contiguous array's data, taken with the GIL held: Python threads cannot change it
-/// while the core works on it detached.
-fn copy_of<T: numpy::Element + Copy>(array: &Bound<'_, PyUntypedArray>) -> PyResult<Vec<T>> {
-    let typed = array.cast::<PyArrayDyn<T>>()?.readonly();
-    Ok(match typed.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => typed.as_array().iter().copied().collect(),
-    })
+fn shape(array: &Bound<'_, PyUntypedArray>) -> PyResult<String> {
+    Ok(array
+        .getattr(intern!(array.py(), "shape"))?
+        .repr()?
+        .to_string())
+}
+
+/// `array` as a C-contiguous array of `dtype` (itself when it already is one).
+fn contiguous<'py>(
+    array: &Bound<'py, PyUntypedArray>,
+    dtype: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let py = array.py();
+    numpy(py)?
+        .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
+        .cast_into::<PyUntypedArray>()
+        .map_err(Into::into)
+}
+
+/// A read-only borrow of an array of `T`.
+fn borrow<'py, T: numpy::Element>(
+    array: &Bound<'py, PyUntypedArray>,
+) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
+    Ok(array.cast::<PyArrayDyn<T>>()?.readonly())
+}
+
+/// The data of a C-contiguous borrow.
+fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<&'a [T]> {
+    array
+        .as_slice()
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The live candidates of Q queries at once (SPEC.md, "Candidate revalidation", batched form).
 ///
 /// - `ids`: (Q, P) integer array (or nested lists), padded with `pad`; int64 natively, other
-///   integer dtypes that widen to int64 are accepted (uint64 and bool are not: TypeError).
+///   integer dtypes are converted (uint64 when every value fits in int64, else ValueError; bool
+///   is not an integer dtype: TypeError).
 /// - `scores`: (Q, P) real array (integer or float dtype), converted to float64; NaN is carried.
 /// - `is_live(ids)`: called ONCE with a 1-D int64 array of the batch's unique ids in first-seen
 ///   order, row by row, pads never included; it returns a boolean array (dtype bool, else
@@ -563,22 +582,29 @@ pub fn revalidate_batch<'py>(
     let ids = matrix(
         ids,
         "ids",
-        |kind, size| kind == b'i' || (kind == b'u' && size < 8),
-        "an integer array (an integer dtype that widens to int64)",
-        "int64",
+        b"iu",
+        "an integer array (an integer dtype that fits in int64)",
     )?;
+    if ids.dtype().kind() == b'u' && ids.dtype().itemsize() == 8 && !ids.is_empty() {
+        let max = ids.call_method0(intern!(py, "max"))?;
+        if max.gt(i64::MAX)? {
+            return Err(PyValueError::new_err(format!(
+                "ids must fit in int64, got {}",
+                max.repr()?
+            )));
+        }
+    }
     let scores = matrix(
         scores,
         "scores",
-        |kind, _| matches!(kind, b'i' | b'u' | b'f'),
+        b"iuf",
         "a real array (integer or float dtype)",
-        "float64",
     )?;
     if scores.shape() != ids.shape() {
         return Err(PyValueError::new_err(format!(
             "scores has shape {} but ids has shape {}",
-            scores.getattr(intern!(py, "shape"))?.repr()?,
-            ids.getattr(intern!(py, "shape"))?.repr()?
+            shape(&scores)?,
+            shape(&ids)?
         )));
     }
     if !is_live.is_callable() {
@@ -592,25 +618,47 @@ pub fn revalidate_batch<'py>(
         Arg::Missing => -1,
         Arg::Given(v) => pad_value(&v)?,
     };
-    let (n_rows, n_cols) = (ids.shape()[0], ids.shape()[1]);
-    let ids = copy_of::<i64>(&ids)?;
-    let scores = copy_of::<f64>(&scores)?;
-    let batch = core::Batch::new(&ids, &scores, n_rows, n_cols, pad)?;
 
-    // 2. The plan (GIL released), then ONE is_live call with the batch's unique ids.
-    let plan = py.detach(|| batch.plan())?;
+    // int64 ids and float32/float64 scores are read in place (other dtypes are converted by
+    // numpy first), through read-only borrows held across the GIL-free work: like numpy's own
+    // GIL-free loops, the call assumes no other thread writes them meanwhile (if one does, the
+    // result is unspecified, but nothing panics or reads out of bounds).
+    let (n_rows, n_cols) = (ids.shape()[0], ids.shape()[1]);
+    let ids = contiguous(&ids, "int64")?;
+    let ids = borrow::<i64>(&ids)?;
+    let ids = slice(&ids)?;
+    if scores.dtype().kind() == b'f' && scores.dtype().itemsize() == 4 {
+        let scores = contiguous(&scores, "float32")?;
+        let scores = borrow::<f32>(&scores)?;
+        let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
+        revalidate_rows(py, &batch, is_live, limit)
+    } else {
+        let scores = contiguous(&scores, "float64")?;
+        let scores = borrow::<f64>(&scores)?;
+        let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
+        revalidate_rows(py, &batch, is_live, limit)
+    }
+}
+
+/// The plan (GIL released), ONE `is_live` call, then the per-row compaction (in parallel, GIL
+/// released), and the result arrays.
+fn revalidate_rows<S: Copy + Into<f64> + Sync>(
+    py: Python<'_>,
+    batch: &core::Batch<'_, S>,
+    is_live: &Bound<'_, PyAny>,
+    limit: Option<usize>,
+) -> PyResult<RevalidatedBatch> {
+    let mut plan = py.detach(|| batch.plan())?;
     let live = if plan.unique.is_empty() || limit == Some(0) {
         Vec::new()
     } else {
-        let n_unique = plan.unique.len();
-        let answer = is_live.call1((PyArray1::from_vec(py, plan.unique),))?;
+        let unique = std::mem::take(&mut plan.unique);
+        let n_unique = unique.len();
+        let answer = is_live.call1((PyArray1::from_vec(py, unique),))?;
         live_mask(&answer, n_unique)?
     };
-
-    // 3. Per-row compaction, in parallel, GIL released.
-    let slots = plan.slots;
-    let out = py.detach(|| core::compact(&batch, &slots, &live, limit));
-    let shape = (n_rows, out.width);
+    let out = py.detach(|| core::compact(batch, &plan, &live, limit));
+    let shape = (out.counts.len(), out.width);
     let to_py = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
     Ok(RevalidatedBatch {
         ids: Array2::from_shape_vec(shape, out.ids)
@@ -648,7 +696,7 @@ fn pad_value(value: &Bound<'_, PyAny>) -> PyResult<i64> {
     })
 }
 
-/// `is_live`'s answer: a boolean array with one entry per unique id.
+/// `is_live`'s answer: a boolean array with one entry per unique id, copied.
 fn live_mask(answer: &Bound<'_, PyAny>, n_unique: usize) -> PyResult<Vec<bool>> {
     let py = answer.py();
     let array = numpy(py)?
@@ -663,8 +711,12 @@ fn live_mask(answer: &Bound<'_, PyAny>, n_unique: usize) -> PyResult<Vec<bool>> 
     if array.shape() != [n_unique] {
         return Err(PyValueError::new_err(format!(
             "is_live must return one bool per id ({n_unique}), got shape {}",
-            array.getattr(intern!(py, "shape"))?.repr()?
+            shape(&array)?
         )));
     }
-    copy_of::<bool>(&array)
+    let typed = borrow::<bool>(&array)?;
+    Ok(match typed.as_slice() {
+        Ok(s) => s.to_vec(),
+        Err(_) => typed.as_array().iter().copied().collect(),
+    })
 }
