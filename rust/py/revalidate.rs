@@ -8,14 +8,14 @@ use numpy::{
     PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyException, PyIndexError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+    PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
-use pyo3::{ffi, intern};
 
-use super::args::{as_tuple, describe, integer, real, Arg};
+use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
 use super::keys::{exact_ints, hashable_type, PyInterner};
 use crate::revalidate::{self as core, Plan};
 
@@ -214,17 +214,13 @@ pub fn pool_size<'py>(
             return Ok(size.into_pyobject(py)?.into_any());
         }
     }
-    let index = |v: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
-        // SAFETY: a valid object pointer, GIL held; a new reference or NULL with an exception.
-        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(v.as_ptr())) }
-    };
-    let limit = index(limit)?;
+    let limit = index(limit, "limit")?;
     if pre {
         return Ok(limit);
     }
     match multiplier {
         Arg::Missing => limit.mul(3),
-        Arg::Given(v) => limit.mul(index(&v)?),
+        Arg::Given(v) => limit.mul(index(&v, "multiplier")?),
     }
 }
 
@@ -677,23 +673,9 @@ fn revalidate_rows<S: Copy + Into<f64> + Sync>(
 
 /// The pad value: an int (not bool) that fits in int64.
 fn pad_value(value: &Bound<'_, PyAny>) -> PyResult<i64> {
-    let py = value.py();
-    // SAFETY: a valid object pointer, GIL held.
-    let has_index = unsafe { ffi::PyIndex_Check(value.as_ptr()) } != 0;
-    if value.is_instance_of::<PyBool>() || !has_index {
-        return Err(PyTypeError::new_err(format!(
-            "pad must be an int, got {}",
-            describe(value)
-        )));
-    }
-    // SAFETY: as above; a new reference or NULL with an exception set.
-    let n = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))? };
-    n.extract::<i64>().map_err(|_| {
-        PyValueError::new_err(format!(
-            "pad must fit in int64, got {}",
-            n.repr().map(|r| r.to_string()).unwrap_or_default()
-        ))
-    })
+    let n = index(value, "pad")?;
+    n.extract::<i64>()
+        .map_err(|_| PyValueError::new_err(format!("pad must fit in int64, got {}", repr(&n))))
 }
 
 /// `is_live`'s answer: a boolean array with one entry per unique id, copied.
