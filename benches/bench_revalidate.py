@@ -106,13 +106,21 @@ def recent(record):
     return record["year"] >= 1975
 
 
-BATCH = {"batch 10000x300": batch_workload()}
-SINGLE = {
-    "300 int ids": ((INTS, MemoryStore(INT_RECORDS)), {"limit": 100}),
-    "300 int ids, where": ((INTS, MemoryStore(INT_RECORDS)), {"where": recent, "limit": 100}),
-    "300 int ids, per-id": ((INTS, PerIdStore(INT_RECORDS)), {"limit": 100}),
-    "300 str ids": ((STRS, MemoryStore(STR_RECORDS)), {"limit": 100}),
-    "300 int ids, SQLite": sqlite_workload(),
+REVALIDATE = (rankfusion.revalidate, reference.revalidate)
+REVALIDATE_BATCH = (rankfusion.revalidate_batch, reference.revalidate_batch)
+
+# name -> ((core, reference), args, kwargs)
+WORKLOADS = {
+    "batch 10000x300": (REVALIDATE_BATCH, *batch_workload()),
+    "300 int ids": (REVALIDATE, (INTS, MemoryStore(INT_RECORDS)), {"limit": 100}),
+    "300 int ids, where": (
+        REVALIDATE,
+        (INTS, MemoryStore(INT_RECORDS)),
+        {"where": recent, "limit": 100},
+    ),
+    "300 int ids, per-id": (REVALIDATE, (INTS, PerIdStore(INT_RECORDS)), {"limit": 100}),
+    "300 str ids": (REVALIDATE, (STRS, MemoryStore(STR_RECORDS)), {"limit": 100}),
+    "300 int ids, SQLite": (REVALIDATE, *sqlite_workload()),
 }
 
 
@@ -120,42 +128,29 @@ def bits(x: float) -> bytes:
     return struct.pack("<d", x)
 
 
-def same_single(a, b) -> bool:
-    return [(r.id, r.record, bits(r.score)) for r in a] == [
-        (r.id, r.record, bits(r.score)) for r in b
-    ]
-
-
-def same_batch(a, b) -> bool:
+def same(a, b) -> bool:
+    """Bit-identical results: (id, record, score) triples, or the arrays of a batch."""
+    if isinstance(a, list):
+        return [(r.id, r.record, bits(r.score)) for r in a] == [
+            (r.id, r.record, bits(r.score)) for r in b
+        ]
     return all(
         x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
         for x, y in zip(a, b)
     )
 
 
-@pytest.mark.parametrize("workload", list(BATCH))
-@pytest.mark.parametrize("impl", ["core", "reference"])
-def test_revalidate_batch(benchmark, workload, impl):
-    args, kwargs = BATCH[workload]
-    fn = rankfusion.revalidate_batch if impl == "core" else reference.revalidate_batch
-    benchmark.group = f"revalidate_batch {workload}"
-    rounds = 10 if impl == "core" else 2
-    result = benchmark.pedantic(fn, args, kwargs, rounds=rounds, warmup_rounds=1)
-    expected = reference.revalidate_batch(*args, **kwargs) if impl == "core" else result
-    benchmark.extra_info["matches_reference"] = same_batch(result, expected)
-    assert benchmark.extra_info["matches_reference"]
-
-
-@pytest.mark.parametrize("workload", list(SINGLE))
+@pytest.mark.parametrize("workload", list(WORKLOADS))
 @pytest.mark.parametrize("impl", ["core", "reference"])
 def test_revalidate(benchmark, workload, impl):
-    args, kwargs = SINGLE[workload]
-    fn = rankfusion.revalidate if impl == "core" else reference.revalidate
-    benchmark.group = f"revalidate {workload}"
-    result = benchmark(fn, *args, **kwargs)
-    benchmark.extra_info["matches_reference"] = same_single(
-        result, reference.revalidate(*args, **kwargs)
-    )
+    (core_fn, ref_fn), args, kwargs = WORKLOADS[workload]
+    fn = core_fn if impl == "core" else ref_fn
+    benchmark.group = workload
+    if fn is reference.revalidate_batch:  # seconds per call: a few rounds
+        result = benchmark.pedantic(fn, args, kwargs, rounds=2, warmup_rounds=1)
+    else:
+        result = benchmark(fn, *args, **kwargs)
+    benchmark.extra_info["matches_reference"] = same(result, ref_fn(*args, **kwargs))
     assert benchmark.extra_info["matches_reference"]
 
 
@@ -175,15 +170,7 @@ def main() -> None:
         f"rankfusion {rankfusion.__version__}, Python {sys.version.split()[0]}, numpy {np.__version__}"
     )
     print(f"{'workload':<24}{'core':>12}{'reference':>14}{'ratio':>10}  same")
-    rows = [
-        (name, w, rankfusion.revalidate_batch, reference.revalidate_batch, same_batch)
-        for name, w in BATCH.items()
-    ]
-    rows += [
-        (name, w, rankfusion.revalidate, reference.revalidate, same_single)
-        for name, w in SINGLE.items()
-    ]
-    for name, (args, kwargs), core_fn, ref_fn, same in rows:
+    for name, ((core_fn, ref_fn), args, kwargs) in WORKLOADS.items():
         core = best_time(core_fn, args, kwargs)
         ref = best_time(ref_fn, args, kwargs, budget=3.0)
         ok = same(core_fn(*args, **kwargs), ref_fn(*args, **kwargs))
