@@ -29,3 +29,4 @@ __all__ += [
     "revalidate",
     "revalidate_batch",
 ]
+# --- end of Candidate revalidation and hybrid search ---------------------------------------------

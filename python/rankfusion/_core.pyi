@@ -142,3 +142,5 @@ def revalidate_batch(
     pad: int = -1,
 ) -> RevalidatedBatch:
     """The live candidates of Q queries at once: ONE ``is_live`` call for the whole batch."""
+
+# --- end of Candidate revalidation ----------------------------------------------------------------

@@ -507,3 +507,6 @@ def revalidate_batch(
         out_ids[q, : len(row)] = [x for x, _ in row]
         out_scores[q, : len(row)] = [s for _, s in row]
     return RevalidatedBatch(out_ids, out_scores, counts)
+
+
+# === end of Candidate revalidation ===============================================================
