@@ -5,6 +5,8 @@
 
 pub mod error;
 pub mod fusion;
+pub mod pool;
+pub mod revalidate;
 
 #[cfg(feature = "python")]
 mod py;

@@ -9,3 +9,24 @@ from ._core import Contribution, Hit, rrf
 
 __all__ = ["Contribution", "Hit", "reference", "rrf"]
 __version__ = "0.1.0"
+
+# --- Candidate revalidation and hybrid search --------------------------------------------------
+from ._core import Revalidated, RevalidatedBatch, pool_size, revalidate, revalidate_batch
+from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
+from .sqlite_store import Document, SQLiteStore
+
+__all__ += [
+    "Document",
+    "HybridHit",
+    "KeywordIndex",
+    "RecordStore",
+    "Revalidated",
+    "RevalidatedBatch",
+    "SQLiteStore",
+    "VectorIndex",
+    "hybrid_search",
+    "pool_size",
+    "revalidate",
+    "revalidate_batch",
+]
+# --- end of Candidate revalidation and hybrid search ---------------------------------------------

@@ -108,3 +108,74 @@ def rrf(
         Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
         or only empty lists) is not an error: it gives [].
     """
+
+# --- Candidate revalidation ------------------------------------------------------------------------
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "revalidate_batch"]
+
+@final
+class Revalidated:
+    """A live candidate: unpacks as ``id, record, score``."""
+
+    @property
+    def id(self) -> Any: ...
+    @property
+    def record(self) -> Any: ...
+    @property
+    def score(self) -> float: ...
+    def __new__(cls, id: Any, record: Any, score: float) -> Revalidated: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: int, /) -> Any: ...
+    def __iter__(self) -> Iterator[Any]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+@final
+class RevalidatedBatch:
+    """The live candidates of a batch: unpacks as ``ids, scores, counts``."""
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        """(Q, W) int64, padded with the pad value."""
+    @property
+    def scores(self) -> npt.NDArray[np.float64]:
+        """(Q, W) float64, padded with NaN."""
+    @property
+    def counts(self) -> npt.NDArray[np.int64]:
+        """(Q,) int64: the live candidates kept in each row."""
+    def __new__(cls, ids: Any, scores: Any, counts: Any) -> RevalidatedBatch: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: int, /) -> Any: ...
+    def __iter__(self) -> Iterator[Any]: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+def pool_size(limit: int, filtering: str, multiplier: int = 3) -> int:
+    """``limit`` for ``"pre"`` filtering, else ``limit * multiplier``."""
+
+def revalidate(
+    candidates: Iterable[tuple[Hashable, float]],
+    lookup: Any,
+    *,
+    where: Optional[Callable[[Any], Any]] = None,
+    limit: Optional[int] = None,
+) -> list[Revalidated]:
+    """The live candidates, as (id, record, score) triples, in input order."""
+
+def revalidate_batch(
+    ids: npt.ArrayLike,
+    scores: npt.ArrayLike,
+    is_live: Callable[[npt.NDArray[np.int64]], npt.ArrayLike],
+    *,
+    limit: Optional[int] = None,
+    pad: int = -1,
+) -> RevalidatedBatch:
+    """The live candidates of Q queries at once: ONE ``is_live`` call for the whole batch."""
+
+# --- end of Candidate revalidation ----------------------------------------------------------------

@@ -270,3 +270,256 @@ def rrf(
     # 6. The page.
     end = None if limit is None else offset + limit
     return [h for _, h in hits[offset:end]]
+
+
+# === Candidate revalidation ======================================================================
+# SPEC.md, "Candidate revalidation". A vector index returns (id, score) candidates that may be
+# stale (soft-deleted, missing, failing a filter the index could not apply); revalidation hydrates
+# them against the live store in one batched call and keeps their order. This section is
+# self-contained: its names are added to ``__all__`` here.
+
+from collections.abc import Callable, Mapping
+
+__all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "revalidate_batch"]
+
+
+@dataclass(frozen=True)
+class Revalidated:
+    """A live candidate. Unpacks as ``id, record, score``."""
+
+    id: Any
+    record: Any
+    score: float
+
+    def __iter__(self):
+        return iter((self.id, self.record, self.score))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, index):
+        return (self.id, self.record, self.score)[index]
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "record": self.record, "score": self.score}
+
+
+@dataclass(frozen=True, eq=False)
+class RevalidatedBatch:
+    """The live candidates of a batch. Unpacks as ``ids, scores, counts``.
+
+    ``ids`` (Q, W) int64 padded with the pad value, ``scores`` (Q, W) float64 padded with NaN,
+    ``counts`` (Q,) int64: the number of live candidates kept in each row.
+    """
+
+    ids: Any
+    scores: Any
+    counts: Any
+
+    def __iter__(self):
+        return iter((self.ids, self.scores, self.counts))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, index):
+        return (self.ids, self.scores, self.counts)[index]
+
+
+def pool_size(limit: int, filtering: str, multiplier: int = 3) -> int:
+    """How many candidates to ask a vector index for, to end with ``limit`` after filtering.
+
+    ``limit`` when the index filters before the scan (``"pre"``); ``limit * multiplier`` for
+    ``"post"``, ``"none"`` and anything else (fail safe: widen the pool, filter in-engine).
+    ``limit`` is an int >= 0, ``multiplier`` an int >= 1.
+    """
+    limit = _integer(limit, "limit", 0)
+    multiplier = _integer(multiplier, "multiplier", 1)
+    if isinstance(filtering, str) and filtering == "pre":
+        return limit
+    return limit * multiplier
+
+
+def _pair(value: Any, name: str) -> list:
+    """One candidate: an iterable of exactly two items (str/bytes are not pairs)."""
+    bad = f"{name} must be an (id, score) pair, got {type(value).__name__} {value!r}"
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(bad)
+    try:
+        iterator = iter(value)
+    except TypeError:
+        raise TypeError(bad) from None
+    pair = list(iterator)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be an (id, score) pair, got {len(pair)} items")
+    return pair
+
+
+def revalidate(
+    candidates: Iterable[tuple[Hashable, float]],
+    lookup: Any,
+    *,
+    where: Callable[[Any], Any] | None = None,
+    limit: int | None = None,
+) -> list:
+    """The live candidates, as (id, record, score) triples, in input order. See SPEC.md.
+
+    Where SPEC.md is silent: candidates are (id, score) pairs, never a Mapping; ids are hashable;
+    scores are real numbers carried as float (NaN included), never compared. ``lookup`` needs
+    ``get`` (a Mapping has one); ``get_many`` must return a Mapping (TypeError otherwise: a bug of
+    the lookup, not a failure to fall back on). ``where`` gets the record; its exceptions
+    propagate. ``limit`` is None or an int >= 0, and the walk stops once ``limit`` are kept.
+    """
+    # 1. Arguments, in signature order.
+    if isinstance(candidates, Mapping):
+        raise TypeError(
+            "candidates must be an iterable of (id, score) pairs, not a mapping "
+            f"({type(candidates).__name__}): pass mapping.items()"
+        )
+    ids, scores = [], []
+    for i, candidate in enumerate(_as_list(candidates, "candidates")):
+        id, score = _pair(candidate, f"candidates[{i}]")
+        if not isinstance(id, Hashable):
+            raise TypeError(f"candidates[{i}][0] is not hashable: {id!r}")
+        ids.append(id)
+        scores.append(_real(score, f"candidates[{i}][1]", finite=False))  # carried, never compared
+    get = getattr(lookup, "get", None)
+    if not callable(get):
+        raise TypeError(
+            f"lookup must have a get(id) method (or be a Mapping), got {type(lookup).__name__}"
+        )
+    get_many = getattr(lookup, "get_many", None)
+    if get_many is not None and not callable(get_many):
+        raise TypeError(f"lookup.get_many must be callable, got {type(get_many).__name__}")
+    if where is not None and not callable(where):
+        raise TypeError(f"where must be callable or None, got {type(where).__name__} {where!r}")
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+
+    # 2. The plan: the ids de-duplicated in first-seen order (dict semantics: 1 == 1.0 == True).
+    unique = list(dict.fromkeys(ids))
+    if not unique or limit == 0:
+        return []  # nothing to look up: the lookup is not called at all
+
+    # 3. Batch path: ONE call with the unique ids. An Exception raised by it falls back to the
+    #    per-id path; a BaseException (KeyboardInterrupt, SystemExit) propagates.
+    record_of = None
+    if get_many is not None:
+        try:
+            found = get_many(list(unique))
+        except Exception:  # noqa: BLE001, S110 -- SPEC: any Exception falls back to get()
+            pass
+        else:
+            if not isinstance(found, Mapping):
+                raise TypeError(
+                    "lookup.get_many must return a mapping id -> record or None, "
+                    f"got {type(found).__name__}"
+                )
+            record_of = {u: found.get(u) for u in unique}  # ids nobody asked for are ignored
+
+    # 4. The rebuild, in input order: every occurrence of a duplicate keeps its own score. The
+    #    per-id path calls get() once per candidate; an exception or None drops the candidate.
+    #    `where` is called on each live record in turn; the walk stops once `limit` are kept.
+    out = []
+    for id, score in zip(ids, scores):
+        if record_of is not None:
+            record = record_of[id]
+        else:
+            try:
+                record = get(id)
+            except Exception:  # noqa: BLE001, S112 -- SPEC: an erroring id is dropped
+                continue
+        if record is None:
+            continue
+        if where is not None and not where(record):
+            continue
+        out.append(Revalidated(id, record, score))
+        if len(out) == limit:
+            break
+    return out
+
+
+def _matrix(value: Any, name: str, kinds: str, what: str):
+    """A 2-D numpy array whose dtype kind is one of ``kinds`` (checked before the shape)."""
+    import numpy as np
+
+    try:
+        array = np.asarray(value)
+    except ValueError as e:  # a ragged nested list
+        raise ValueError(f"{name} must be a 2-D array: {e}") from None
+    dtype = array.dtype
+    if dtype.kind not in kinds:
+        raise TypeError(f"{name} must be {what}, got dtype {dtype}")
+    if array.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array (queries, candidates), got shape {array.shape}"
+        )
+    return array
+
+
+def revalidate_batch(
+    ids: Any, scores: Any, is_live: Any, *, limit: int | None = None, pad: int = -1
+):
+    """The live candidates of Q queries at once. See SPEC.md and ``rankfusion.revalidate_batch``.
+
+    Where SPEC.md is silent: ids of any integer dtype whose values fit in int64; scores of any integer or
+    float dtype, as float64; ``is_live`` must answer a bool array of one entry per id and is not
+    called when there is no id or ``limit`` is 0; the width is ``min(limit, P)``, or the largest
+    count without a limit.
+    """
+    import numpy as np
+
+    # 1. Arguments, in signature order.
+    ids = _matrix(ids, "ids", "iu", "an integer array (an integer dtype that fits in int64)")
+    if ids.dtype == np.uint64 and ids.size and ids.max() > 2**63 - 1:
+        raise ValueError(f"ids must fit in int64, got {ids.max()!r}")
+    scores = _matrix(scores, "scores", "iuf", "a real array (integer or float dtype)")
+    if scores.shape != ids.shape:
+        raise ValueError(f"scores has shape {scores.shape} but ids has shape {ids.shape}")
+    if not callable(is_live):
+        raise TypeError(f"is_live must be callable, got {type(is_live).__name__} {is_live!r}")
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+    if isinstance(pad, bool) or not hasattr(type(pad), "__index__"):
+        raise TypeError(f"pad must be an int, got {type(pad).__name__} {pad!r}")
+    pad = operator.index(pad)
+    if not -(2**63) <= pad < 2**63:
+        raise ValueError(f"pad must fit in int64, got {pad}")
+    rows = ids.astype(np.int64).tolist()
+    score_rows = scores.astype(np.float64).tolist()
+
+    # 2. ONE is_live call with the unique ids of the whole batch, first seen row by row; pads are
+    #    never passed. No ids (or limit=0): no call.
+    unique = list(dict.fromkeys(x for row in rows for x in row if x != pad))
+    alive = set()
+    if unique and limit != 0:
+        answer = np.asarray(is_live(np.array(unique, dtype=np.int64)))
+        if answer.dtype != np.bool_:
+            raise TypeError(f"is_live must return a boolean array, got dtype {answer.dtype}")
+        if answer.shape != (len(unique),):
+            raise ValueError(
+                f"is_live must return one bool per id ({len(unique)}), got shape {answer.shape}"
+            )
+        alive = {x for x, ok in zip(unique, answer.tolist()) if ok}
+
+    # 3. Row q keeps its live candidates in input order, truncated to limit.
+    kept = [
+        [(x, s) for x, s in zip(row, row_scores) if x != pad and x in alive][:limit]
+        for row, row_scores in zip(rows, score_rows)
+    ]
+
+    # 4. Padded like rrf_batch: ids with the pad value, scores with NaN. The width is the limit
+    #    (at most the number of candidates per row), or the largest count without one.
+    n_rows, n_cols = ids.shape
+    width = min(limit, n_cols) if limit is not None else max(map(len, kept), default=0)
+    out_ids = np.full((n_rows, width), pad, dtype=np.int64)
+    out_scores = np.full((n_rows, width), np.nan)
+    counts = np.zeros(n_rows, dtype=np.int64)
+    for q, row in enumerate(kept):
+        counts[q] = len(row)
+        out_ids[q, : len(row)] = [x for x, _ in row]
+        out_scores[q, : len(row)] = [s for _, s in row]
+    return RevalidatedBatch(out_ids, out_scores, counts)
+
+
+# === end of Candidate revalidation ===============================================================

@@ -117,10 +117,9 @@ pub fn real(value: &Bound<'_, PyAny>, name: &str, finite: bool) -> PyResult<f64>
     Ok(x)
 }
 
-/// An integer (anything with `__index__`, not bool) that is >= `minimum`, saturated to
-/// `usize::MAX` when it is larger than any length.
-pub fn integer(value: &Bound<'_, PyAny>, name: &str, minimum: i64) -> PyResult<usize> {
-    let py = value.py();
+/// An integer (anything with `__index__`, not bool) as a Python int, like the reference's
+/// `operator.index` after its type check.
+pub fn index<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: a valid object pointer, GIL held.
     let has_index = unsafe { ffi::PyIndex_Check(value.as_ptr()) } != 0;
     if value.is_instance_of::<PyBool>() || !has_index {
@@ -130,7 +129,13 @@ pub fn integer(value: &Bound<'_, PyAny>, name: &str, minimum: i64) -> PyResult<u
         )));
     }
     // SAFETY: as above; PyNumber_Index returns a new reference or NULL with an exception set.
-    let n = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))? };
+    unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(value.as_ptr())) }
+}
+
+/// An integer (anything with `__index__`, not bool) that is >= `minimum`, saturated to
+/// `usize::MAX` when it is larger than any length.
+pub fn integer(value: &Bound<'_, PyAny>, name: &str, minimum: i64) -> PyResult<usize> {
+    let n = index(value, name)?;
     match n.extract::<i64>() {
         Ok(v) if v >= minimum => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
         Ok(_) => Err(below_minimum(name, minimum, &n)),

@@ -48,7 +48,7 @@ pub fn exact_ints(
     Some(out)
 }
 
-fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     static HASHABLE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     HASHABLE.import(py, "collections.abc", "Hashable")
 }

@@ -8,6 +8,7 @@ mod args;
 mod errors;
 mod keys;
 mod results;
+mod revalidate;
 mod rrf;
 
 use pyo3::prelude::*;
@@ -17,5 +18,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::Hit>()?;
     m.add_class::<results::Contribution>()?;
     m.add_function(wrap_pyfunction!(rrf::rrf, m)?)?;
+    // Candidate revalidation.
+    m.add_class::<revalidate::Revalidated>()?;
+    m.add_class::<revalidate::RevalidatedBatch>()?;
+    m.add_function(wrap_pyfunction!(revalidate::revalidate, m)?)?;
+    m.add_function(wrap_pyfunction!(revalidate::pool_size, m)?)?;
+    m.add_function(wrap_pyfunction!(revalidate::revalidate_batch, m)?)?;
     Ok(())
 }

@@ -1,0 +1,704 @@
+//! `revalidate`, `pool_size` and `revalidate_batch`: arguments checked in the reference's order,
+//! the plan, rebuild and compaction in Rust (`crate::revalidate`), Python called only for the
+//! lookup, `where` and `is_live`.
+
+use numpy::ndarray::Array2;
+use numpy::{
+    IntoPyArray, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
+    PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyException, PyIndexError, PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{
+    PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+};
+
+use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
+use super::keys::{exact_ints, hashable_type, PyInterner};
+use crate::revalidate::{self as core, Plan};
+
+fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    MAPPING.import(py, "collections.abc", "Mapping")
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Is `exc` an `Exception` (as opposed to a bare BaseException such as KeyboardInterrupt)?
+fn is_exception(py: Python<'_>, exc: &PyErr) -> bool {
+    exc.is_instance_of::<PyException>(py)
+}
+
+// --- result types --------------------------------------------------------------------------------
+
+/// A live candidate. Unpacks as ``id, record, score``.
+#[pyclass(frozen, module = "rankfusion._core")]
+pub struct Revalidated {
+    #[pyo3(get)]
+    pub id: Py<PyAny>,
+    #[pyo3(get)]
+    pub record: Py<PyAny>,
+    #[pyo3(get)]
+    pub score: f64,
+}
+
+impl Revalidated {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        (self.id.clone_ref(py), self.record.clone_ref(py), self.score).into_pyobject(py)
+    }
+}
+
+#[pymethods]
+impl Revalidated {
+    #[new]
+    fn new(id: Py<PyAny>, record: Py<PyAny>, score: f64) -> Self {
+        Revalidated { id, record, score }
+    }
+
+    fn __len__(&self) -> usize {
+        3
+    }
+
+    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
+        match index {
+            0 | -3 => Ok(self.id.clone_ref(py)),
+            1 | -2 => Ok(self.record.clone_ref(py)),
+            2 | -1 => Ok(self.score.into_pyobject(py)?.into_any().unbind()),
+            _ => Err(PyIndexError::new_err("Revalidated index out of range")),
+        }
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.fields(py)?.try_iter().map(|it| it.into_any())
+    }
+
+    /// {"id", "record", "score"}.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("id", self.id.bind(py))?;
+        d.set_item("record", self.record.bind(py))?;
+        d.set_item("score", self.score)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Revalidated(id={}, record={}, score={})",
+            self.id.bind(py).repr()?,
+            self.record.bind(py).repr()?,
+            self.score.into_pyobject(py)?.repr()?
+        ))
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        match other.cast::<Revalidated>() {
+            Ok(o) => self.fields(py)?.eq(o.get().fields(py)?),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// The hash of the (id, record, score) tuple: a TypeError when the record is unhashable.
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.fields(py)?.hash()
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        (slf.get_type(), slf.get().fields(slf.py())?).into_pyobject(slf.py())
+    }
+}
+
+/// The live candidates of a batch. Unpacks as ``ids, scores, counts``.
+#[pyclass(frozen, module = "rankfusion._core")]
+pub struct RevalidatedBatch {
+    /// (Q, W) int64, padded with the pad value.
+    #[pyo3(get)]
+    pub ids: Py<PyAny>,
+    /// (Q, W) float64, padded with NaN.
+    #[pyo3(get)]
+    pub scores: Py<PyAny>,
+    /// (Q,) int64: the live candidates kept in each row.
+    #[pyo3(get)]
+    pub counts: Py<PyAny>,
+}
+
+impl RevalidatedBatch {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        (
+            self.ids.clone_ref(py),
+            self.scores.clone_ref(py),
+            self.counts.clone_ref(py),
+        )
+            .into_pyobject(py)
+    }
+}
+
+#[pymethods]
+impl RevalidatedBatch {
+    #[new]
+    fn new(ids: Py<PyAny>, scores: Py<PyAny>, counts: Py<PyAny>) -> Self {
+        RevalidatedBatch {
+            ids,
+            scores,
+            counts,
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        3
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        let i = if index < 0 { index + 3 } else { index };
+        if !(0..3).contains(&i) {
+            return Err(PyIndexError::new_err("RevalidatedBatch index out of range"));
+        }
+        self.fields(py)?.get_item(i as usize)
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.fields(py)?.try_iter().map(|it| it.into_any())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "RevalidatedBatch(ids={}, scores={}, counts={})",
+            self.ids.bind(py).repr()?,
+            self.scores.bind(py).repr()?,
+            self.counts.bind(py).repr()?
+        ))
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        (slf.get_type(), slf.get().fields(slf.py())?).into_pyobject(slf.py())
+    }
+}
+
+// --- pool_size -------------------------------------------------------------------------------------
+
+/// How many candidates to ask a vector index for, to end with `limit` hits after filtering.
+///
+/// `limit` when the index filters before the scan (`filtering == "pre"`); `limit * multiplier`
+/// for `"post"`, `"none"` and anything else, a non-str included (fail safe: widen the pool and
+/// filter in-engine). `limit` is an int >= 0 and `multiplier` an int >= 1 (bool rejected); the
+/// result is exact for any size.
+#[pyfunction]
+#[pyo3(
+    signature = (limit, filtering, multiplier=Arg::Missing),
+    text_signature = "(limit, filtering, multiplier=3)"
+)]
+pub fn pool_size<'py>(
+    py: Python<'py>,
+    limit: &Bound<'py, PyAny>,
+    filtering: &Bound<'py, PyAny>,
+    multiplier: Arg<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = integer(limit, "limit", 0)?;
+    let m = match &multiplier {
+        Arg::Missing => 3,
+        Arg::Given(v) => integer(v, "multiplier", 1)?,
+    };
+    let pre = filtering.is_instance_of::<PyString>() && filtering.eq("pre")?;
+    // `integer` saturates beyond i64; such sizes (and overflowing products) are computed exactly
+    // with Python ints, as the reference does.
+    let fits = |x: usize| x <= i64::MAX as usize;
+    if fits(n) && fits(m) {
+        if let Some(size) = core::pool_size(n as u64, pre, m as u64) {
+            return Ok(size.into_pyobject(py)?.into_any());
+        }
+    }
+    let limit = index(limit, "limit")?;
+    if pre {
+        return Ok(limit);
+    }
+    match multiplier {
+        Arg::Missing => limit.mul(3),
+        Arg::Given(v) => limit.mul(index(&v, "multiplier")?),
+    }
+}
+
+// --- revalidate ------------------------------------------------------------------------------------
+
+/// One candidate: an iterable of exactly two items (str/bytes are not pairs).
+fn pair<'py>(
+    value: &Bound<'py, PyAny>,
+    i: usize,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let items = if let Ok(t) = value.cast_exact::<PyTuple>() {
+        t.clone()
+    } else if let Ok(l) = value.cast_exact::<PyList>() {
+        l.to_tuple()
+    } else {
+        let bad = || {
+            PyTypeError::new_err(format!(
+                "candidates[{i}] must be an (id, score) pair, got {}",
+                describe(value)
+            ))
+        };
+        if value.is_instance_of::<PyString>()
+            || value.is_instance_of::<PyBytes>()
+            || value.is_instance_of::<PyByteArray>()
+        {
+            return Err(bad());
+        }
+        let iterator = value.try_iter().map_err(|e| {
+            if e.is_instance_of::<PyTypeError>(value.py()) {
+                bad()
+            } else {
+                e
+            }
+        })?;
+        let items = PyList::empty(value.py());
+        for item in iterator {
+            items.append(item?)?;
+        }
+        items.to_tuple()
+    };
+    if items.len() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "candidates[{i}] must be an (id, score) pair, got {} items",
+            items.len()
+        )));
+    }
+    Ok((items.get_item(0)?, items.get_item(1)?))
+}
+
+/// The candidates' ids (a tuple, for the interner) and scores, checked like the reference.
+fn extract_candidates<'py>(
+    candidates: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyTuple>, Vec<f64>)> {
+    let py = candidates.py();
+    let plain =
+        candidates.is_exact_instance_of::<PyList>() || candidates.is_exact_instance_of::<PyTuple>();
+    if !plain && candidates.is_instance(mapping_type(py)?)? {
+        return Err(PyTypeError::new_err(format!(
+            "candidates must be an iterable of (id, score) pairs, not a mapping ({}): pass \
+             mapping.items()",
+            type_name(candidates)
+        )));
+    }
+    let outer = as_tuple(candidates, "candidates")?;
+    let mut ids = Vec::with_capacity(outer.len());
+    let mut scores = Vec::with_capacity(outer.len());
+    for (i, candidate) in outer.iter().enumerate() {
+        let (id, score) = pair(&candidate, i)?;
+        let surely_hashable =
+            id.is_exact_instance_of::<PyInt>() || id.is_exact_instance_of::<PyString>();
+        if !surely_hashable && !id.is_instance(hashable_type(py)?)? {
+            return Err(PyTypeError::new_err(format!(
+                "candidates[{i}][0] is not hashable: {}",
+                id.repr()?
+            )));
+        }
+        ids.push(id);
+        scores.push(match score.cast_exact::<PyFloat>() {
+            Ok(f) => f.value(),
+            Err(_) => real(&score, &format!("candidates[{i}][1]"), false)?,
+        });
+    }
+    Ok((PyTuple::new(py, ids)?, scores))
+}
+
+/// The dedup plan: exact-int ids hashed in Rust, any other ids interned with Python's hash/==.
+fn plan_ids(ids: &Bound<'_, PyTuple>) -> PyResult<Plan> {
+    let lists = std::slice::from_ref(ids);
+    if let Some(ints) = exact_ints(lists, &[1.0], None) {
+        return Ok(core::plan(&ints[0])?);
+    }
+    let mut interner = PyInterner::new(lists);
+    core::plan_with(ids.len(), |i| interner.intern(0, i))
+}
+
+/// The live candidates, as (id, record, score) triples, in input order (SPEC.md, "Candidate
+/// revalidation").
+///
+/// - `candidates`: an iterable of (id, score) pairs, best first, as the index returned them
+///   (a Mapping is rejected: pass `mapping.items()`). Ids are hashable, with dict semantics
+///   (`1`, `1.0` and `True` are one id); scores are real numbers, carried as float and never
+///   compared, so NaN and infinities pass through.
+/// - `lookup`: an object with `get(id)` (a Mapping qualifies; a missing key drops the candidate)
+///   and optionally `get_many(ids)`. When `get_many` exists it is called ONCE with a fresh list of
+///   the unique ids in first-seen order and must return a Mapping id -> record or None (anything
+///   else is a TypeError: a bug of the lookup); ids it holds but nobody asked for are ignored. If
+///   it raises an `Exception`, `get` is called once per candidate instead, duplicates included; an
+///   `Exception` from `get` drops that candidate. BaseExceptions (KeyboardInterrupt, SystemExit)
+///   always propagate. A None record drops the candidate.
+/// - Every occurrence of a duplicate id is kept with its own score, in input order, never
+///   re-sorted; each result carries the candidate's own id object.
+/// - `where(record)`: the in-engine filter, called on each live record in input order; a falsy
+///   answer drops it, an exception propagates.
+/// - `limit`: None or an int >= 0; the walk (per-id `get` calls and `where` calls) stops once
+///   `limit` results are kept. No candidates, or `limit=0`: the lookup is not called at all.
+///
+/// Bad arguments raise TypeError/ValueError naming the argument or the candidate's position,
+/// before the lookup is called.
+#[pyfunction]
+#[pyo3(
+    signature = (candidates, lookup, *, r#where=None, limit=None),
+    text_signature = "(candidates, lookup, *, where=None, limit=None)"
+)]
+pub fn revalidate<'py>(
+    py: Python<'py>,
+    candidates: &Bound<'py, PyAny>,
+    lookup: &Bound<'py, PyAny>,
+    r#where: Option<Bound<'py, PyAny>>,
+    limit: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    // 1. Arguments, in signature order.
+    let (ids, scores) = extract_candidates(candidates)?;
+    let get = match lookup.getattr_opt(intern!(py, "get"))? {
+        Some(get) if get.is_callable() => get,
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "lookup must have a get(id) method (or be a Mapping), got {}",
+                type_name(lookup)
+            )))
+        }
+    };
+    let get_many = lookup.getattr_opt(intern!(py, "get_many"))?;
+    if let Some(g) = &get_many {
+        if !g.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "lookup.get_many must be callable, got {}",
+                type_name(g)
+            )));
+        }
+    }
+    if let Some(w) = &r#where {
+        if !w.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "where must be callable or None, got {}",
+                describe(w)
+            )));
+        }
+    }
+    let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
+
+    // 2. The plan. No ids, or limit 0: the lookup is not called at all.
+    let plan = plan_ids(&ids)?;
+    if plan.n_unique() == 0 || limit == Some(0) {
+        return Ok(PyList::empty(py));
+    }
+    let cap = limit.unwrap_or(usize::MAX);
+    let out = PyList::empty(py);
+    // Keeps a live record unless `where` rejects it; true once `limit` are kept.
+    let keep = |position: usize, record: Bound<'py, PyAny>| -> PyResult<bool> {
+        if let Some(w) = &r#where {
+            if !w.call1((&record,))?.is_truthy()? {
+                return Ok(false);
+            }
+        }
+        let hit = Revalidated {
+            id: ids.get_item(position)?.unbind(),
+            record: record.unbind(),
+            score: scores[position],
+        };
+        out.append(Py::new(py, hit)?)?;
+        Ok(out.len() >= cap)
+    };
+
+    // 3. Batch path: ONE call with the unique ids; an Exception falls back to the per-id path.
+    if let Some(get_many) = get_many {
+        let unique = PyList::new(
+            py,
+            plan.first
+                .iter()
+                .map(|&p| ids.get_item(p as usize))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?;
+        match get_many.call1((&unique,)) {
+            Ok(found) => {
+                if !found.is_instance(mapping_type(py)?)? {
+                    return Err(PyTypeError::new_err(format!(
+                        "lookup.get_many must return a mapping id -> record or None, got {}",
+                        type_name(&found)
+                    )));
+                }
+                let dict = found.cast_exact::<PyDict>().ok();
+                let get_found = intern!(py, "get");
+                let mut records = Vec::with_capacity(unique.len());
+                for u in unique.iter() {
+                    let record = match dict {
+                        Some(d) => d.get_item(&u)?,
+                        None => Some(found.call_method1(get_found, (&u,))?),
+                    };
+                    records.push(record.filter(|r| !r.is_none()));
+                }
+                // 4. The rebuild, in input order (in Rust, cut at the limit unless `where`
+                //    decides).
+                let present: Vec<bool> = records.iter().map(Option::is_some).collect();
+                let rebuild_limit = if r#where.is_none() { limit } else { None };
+                for position in core::rebuild(&plan.slots, &present, rebuild_limit) {
+                    let position = position as usize;
+                    let record = records[plan.slots[position] as usize]
+                        .clone()
+                        .expect("rebuild keeps present records only");
+                    if keep(position, record)? {
+                        break;
+                    }
+                }
+                return Ok(out);
+            }
+            Err(e) if is_exception(py, &e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+
+    // Per-id path: one get() per candidate; an Exception or None drops it.
+    for position in 0..ids.len() {
+        let record = match get.call1((ids.get_item(position)?,)) {
+            Ok(r) => r,
+            Err(e) if is_exception(py, &e) => continue,
+            Err(e) => return Err(e),
+        };
+        if record.is_none() {
+            continue;
+        }
+        if keep(position, record)? {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+// --- revalidate_batch ------------------------------------------------------------------------------
+
+fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    NUMPY
+        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))
+        .map(|m| m.bind(py))
+}
+
+/// A 2-D array whose dtype kind is accepted (checked before the shape), like the reference's
+/// `_matrix`.
+fn matrix<'py>(
+    value: &Bound<'py, PyAny>,
+    name: &str,
+    kinds: &[u8],
+    what: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let py = value.py();
+    let array = match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
+        Ok(a) => a,
+        Err(e) if e.is_instance_of::<PyValueError>(py) => {
+            return Err(PyValueError::new_err(format!(
+                "{name} must be a 2-D array: {}",
+                e.value(py)
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    let array = array.cast_into::<PyUntypedArray>()?;
+    if !kinds.contains(&array.dtype().kind()) {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be {what}, got dtype {}",
+            array.dtype().str()?
+        )));
+    }
+    if array.ndim() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a 2-D array (queries, candidates), got shape {}",
+            shape(&array)?
+        )));
+    }
+    Ok(array)
+}
+
+fn shape(array: &Bound<'_, PyUntypedArray>) -> PyResult<String> {
+    Ok(array
+        .getattr(intern!(array.py(), "shape"))?
+        .repr()?
+        .to_string())
+}
+
+/// `array` as a C-contiguous array of `dtype` (itself when it already is one).
+fn contiguous<'py>(
+    array: &Bound<'py, PyUntypedArray>,
+    dtype: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let py = array.py();
+    numpy(py)?
+        .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
+        .cast_into::<PyUntypedArray>()
+        .map_err(Into::into)
+}
+
+/// A read-only borrow of an array of `T`.
+fn borrow<'py, T: numpy::Element>(
+    array: &Bound<'py, PyUntypedArray>,
+) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
+    Ok(array.cast::<PyArrayDyn<T>>()?.readonly())
+}
+
+/// The data of a C-contiguous borrow.
+fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<&'a [T]> {
+    array
+        .as_slice()
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The live candidates of Q queries at once (SPEC.md, "Candidate revalidation", batched form).
+///
+/// - `ids`: (Q, P) integer array (or nested lists), padded with `pad`; int64 natively, other
+///   integer dtypes are converted (uint64 when every value fits in int64, else ValueError; bool
+///   is not an integer dtype: TypeError).
+/// - `scores`: (Q, P) real array (integer or float dtype), converted to float64; NaN is carried.
+/// - `is_live(ids)`: called ONCE with a 1-D int64 array of the batch's unique ids in first-seen
+///   order, row by row, pads never included; it returns a boolean array (dtype bool, else
+///   TypeError) of the same length (else ValueError). Not called when the batch holds no id or
+///   `limit` is 0; its exceptions propagate.
+/// - Row q keeps its live candidates in input order (duplicates included), truncated to `limit`.
+///
+/// Returns `RevalidatedBatch(ids, scores, counts)`: ids (Q, W) int64 padded with `pad`, scores
+/// (Q, W) float64 padded with NaN, counts (Q,) int64. W is `min(limit, P)` with a limit, else
+/// the largest count. The plan and the per-row compaction run in Rust with the GIL released
+/// (the compaction in parallel); the inputs are copied first, never modified.
+#[pyfunction]
+#[pyo3(
+    signature = (ids, scores, is_live, *, limit=None, pad=Arg::Missing),
+    text_signature = "(ids, scores, is_live, *, limit=None, pad=-1)"
+)]
+pub fn revalidate_batch<'py>(
+    py: Python<'py>,
+    ids: &Bound<'py, PyAny>,
+    scores: &Bound<'py, PyAny>,
+    is_live: &Bound<'py, PyAny>,
+    limit: Option<Bound<'py, PyAny>>,
+    pad: Arg<'py>,
+) -> PyResult<RevalidatedBatch> {
+    // 1. Arguments, in signature order.
+    let ids = matrix(
+        ids,
+        "ids",
+        b"iu",
+        "an integer array (an integer dtype that fits in int64)",
+    )?;
+    if ids.dtype().kind() == b'u' && ids.dtype().itemsize() == 8 && !ids.is_empty() {
+        let max = ids.call_method0(intern!(py, "max"))?;
+        if max.gt(i64::MAX)? {
+            return Err(PyValueError::new_err(format!(
+                "ids must fit in int64, got {}",
+                max.repr()?
+            )));
+        }
+    }
+    let scores = matrix(
+        scores,
+        "scores",
+        b"iuf",
+        "a real array (integer or float dtype)",
+    )?;
+    if scores.shape() != ids.shape() {
+        return Err(PyValueError::new_err(format!(
+            "scores has shape {} but ids has shape {}",
+            shape(&scores)?,
+            shape(&ids)?
+        )));
+    }
+    if !is_live.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "is_live must be callable, got {}",
+            describe(is_live)
+        )));
+    }
+    let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
+    let pad = match pad {
+        Arg::Missing => -1,
+        Arg::Given(v) => pad_value(&v)?,
+    };
+
+    // int64 ids and float32/float64 scores are read in place (other dtypes are converted by
+    // numpy first), through read-only borrows held across the GIL-free work: like numpy's own
+    // GIL-free loops, the call assumes no other thread writes them meanwhile (if one does, the
+    // result is unspecified, but nothing panics or reads out of bounds).
+    let (n_rows, n_cols) = (ids.shape()[0], ids.shape()[1]);
+    let ids = contiguous(&ids, "int64")?;
+    let ids = borrow::<i64>(&ids)?;
+    let ids = slice(&ids)?;
+    if scores.dtype().kind() == b'f' && scores.dtype().itemsize() == 4 {
+        let scores = contiguous(&scores, "float32")?;
+        let scores = borrow::<f32>(&scores)?;
+        let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
+        revalidate_rows(py, &batch, is_live, limit)
+    } else {
+        let scores = contiguous(&scores, "float64")?;
+        let scores = borrow::<f64>(&scores)?;
+        let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
+        revalidate_rows(py, &batch, is_live, limit)
+    }
+}
+
+/// The plan (GIL released), ONE `is_live` call, then the per-row compaction (in parallel, GIL
+/// released), and the result arrays.
+fn revalidate_rows<S: Copy + Into<f64> + Sync>(
+    py: Python<'_>,
+    batch: &core::Batch<'_, S>,
+    is_live: &Bound<'_, PyAny>,
+    limit: Option<usize>,
+) -> PyResult<RevalidatedBatch> {
+    let mut plan = py.detach(|| batch.plan())?;
+    let live = if plan.unique.is_empty() || limit == Some(0) {
+        Vec::new()
+    } else {
+        let unique = std::mem::take(&mut plan.unique);
+        let n_unique = unique.len();
+        let answer = is_live.call1((PyArray1::from_vec(py, unique),))?;
+        live_mask(&answer, n_unique)?
+    };
+    let out = py.detach(|| core::compact(batch, &plan, &live, limit));
+    let shape = (out.counts.len(), out.width);
+    let to_py = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
+    Ok(RevalidatedBatch {
+        ids: Array2::from_shape_vec(shape, out.ids)
+            .map_err(to_py)?
+            .into_pyarray(py)
+            .into_any()
+            .unbind(),
+        scores: Array2::from_shape_vec(shape, out.scores)
+            .map_err(to_py)?
+            .into_pyarray(py)
+            .into_any()
+            .unbind(),
+        counts: out.counts.into_pyarray(py).into_any().unbind(),
+    })
+}
+
+/// The pad value: an int (not bool) that fits in int64.
+fn pad_value(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let n = index(value, "pad")?;
+    n.extract::<i64>()
+        .map_err(|_| PyValueError::new_err(format!("pad must fit in int64, got {}", repr(&n))))
+}
+
+/// `is_live`'s answer: a boolean array with one entry per unique id, copied.
+fn live_mask(answer: &Bound<'_, PyAny>, n_unique: usize) -> PyResult<Vec<bool>> {
+    let py = answer.py();
+    let array = numpy(py)?
+        .call_method1(intern!(py, "asarray"), (answer,))?
+        .cast_into::<PyUntypedArray>()?;
+    if array.dtype().kind() != b'b' {
+        return Err(PyTypeError::new_err(format!(
+            "is_live must return a boolean array, got dtype {}",
+            array.dtype().str()?
+        )));
+    }
+    if array.shape() != [n_unique] {
+        return Err(PyValueError::new_err(format!(
+            "is_live must return one bool per id ({n_unique}), got shape {}",
+            shape(&array)?
+        )));
+    }
+    let typed = borrow::<bool>(&array)?;
+    Ok(match typed.as_slice() {
+        Ok(s) => s.to_vec(),
+        Err(_) => typed.as_array().iter().copied().collect(),
+    })
+}

@@ -1,0 +1,528 @@
+//! Candidate revalidation (SPEC.md, "Candidate revalidation"), in plain Rust.
+//!
+//! A vector index returns (id, score) candidates that may be stale. Revalidation asks the live store
+//! about them in one batched call and keeps their order. The store is the caller's business (the
+//! Python binding calls Python); this module does the bookkeeping around that call:
+//! - [`plan`] / [`plan_with`]: the candidates' ids de-duplicated in first-seen order (the batch
+//!   call's argument), and for each candidate the index of its id among them;
+//! - [`rebuild`]: the live candidates in input order, every occurrence of a duplicate kept;
+//! - [`batch_plan`] and [`compact`]: the same over a (Q, P) id matrix with a pad value, the
+//!   compaction running in parallel over rows;
+//! - [`pool_size`]: how many candidates to ask an index for.
+
+use std::hash::Hash;
+
+use hashbrown::HashMap;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::fusion::Hasher;
+use crate::pool;
+
+/// `limit` when the index filters before the scan (`pre_filtering`), else `limit * multiplier`.
+/// `None` when the product overflows.
+pub fn pool_size(limit: u64, pre_filtering: bool, multiplier: u64) -> Option<u64> {
+    if pre_filtering {
+        Some(limit)
+    } else {
+        limit.checked_mul(multiplier)
+    }
+}
+
+/// The de-duplication plan of a list of candidates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Candidate position -> index of its id among the unique ids.
+    pub slots: Vec<u32>,
+    /// Unique id index -> position of the id's first occurrence. Unique ids are numbered in
+    /// first-seen order, so this is increasing.
+    pub first: Vec<u32>,
+}
+
+impl Plan {
+    pub fn n_unique(&self) -> usize {
+        self.first.len()
+    }
+}
+
+/// Builds the plan of `n` candidates. `intern(position)` must return the unique index of the
+/// candidate's id: an existing index for an id already met, or exactly the number of distinct
+/// ids met so far for a new one (see `fusion::scan`). Its errors stop the plan at once.
+pub fn plan_with<E: From<Error>>(
+    n: usize,
+    mut intern: impl FnMut(usize) -> std::result::Result<u32, E>,
+) -> std::result::Result<Plan, E> {
+    check_count(n, "candidates")?;
+    let mut plan = Plan {
+        slots: Vec::with_capacity(n),
+        first: Vec::new(),
+    };
+    for position in 0..n {
+        let slot = intern(position)?;
+        if slot as usize == plan.first.len() {
+            plan.first.push(position as u32);
+        }
+        plan.slots.push(slot);
+    }
+    Ok(plan)
+}
+
+/// The plan of `ids` for any hashable Rust id type.
+pub fn plan<K: Hash + Eq>(ids: &[K]) -> Result<Plan> {
+    let mut seen: HashMap<&K, u32, Hasher> = HashMap::default();
+    plan_with(ids.len(), |position| {
+        let next = seen.len() as u32;
+        Ok::<u32, Error>(*seen.entry(&ids[position]).or_insert(next))
+    })
+}
+
+/// The order-preserving rebuild: the positions of the candidates whose id is live
+/// (`live[slots[position]]`), in input order, every occurrence of a duplicate kept, at most
+/// `limit` of them.
+pub fn rebuild(slots: &[u32], live: &[bool], limit: Option<usize>) -> Vec<u32> {
+    let limit = limit.unwrap_or(usize::MAX);
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(_, &slot)| live[slot as usize])
+        .map(|(position, _)| position as u32)
+        .take(limit)
+        .collect()
+}
+
+/// No unique id: a pad cell, or a table entry for an id that does not occur.
+const NONE: u32 = u32::MAX;
+
+/// Where the cells of a batch find the index of their id among the unique ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Index {
+    /// Ids in a narrow range: `table[id - lo]` is the id's unique index (or [`NONE`]).
+    Dense { lo: i64, table: Vec<u32> },
+    /// Any ids: cell (row-major) -> unique index of its id ([`NONE`] for a pad).
+    Cells(Vec<u32>),
+}
+
+/// The de-duplication plan of a (Q, P) id matrix, read row by row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchPlan {
+    /// The unique ids of the whole batch, in first-seen order (row by row); never the pad value.
+    pub unique: Vec<i64>,
+    index: Index,
+}
+
+impl BatchPlan {
+    /// The index in `unique` of the id `x` held by cell `c`; None for a pad (or for an id the
+    /// plan never saw, which only a concurrent modification of the ids can produce).
+    #[inline]
+    pub fn slot(&self, c: usize, x: i64, pad: i64) -> Option<u32> {
+        if x == pad {
+            return None;
+        }
+        let slot = match &self.index {
+            Index::Dense { lo, table } => *table.get(x.wrapping_sub(*lo) as u64 as usize)?,
+            Index::Cells(slots) => *slots.get(c)?,
+        };
+        (slot != NONE).then_some(slot)
+    }
+}
+
+fn check_count(n: usize, name: &str) -> Result<()> {
+    if n >= NONE as usize {
+        return Err(Error::value(
+            name,
+            format!("{name} has {n} entries, more than revalidation handles at once"),
+        ));
+    }
+    Ok(())
+}
+
+/// `(min, span)` of the non-pad ids when they fit a direct-address table of at most about two
+/// entries per cell, where a table beats hashing.
+fn dense_range(ids: &[i64], pad: i64) -> Option<(i64, usize)> {
+    let (lo, hi) = pool::install(|| {
+        ids.par_iter()
+            .with_min_len(1 << 14)
+            .filter(|&&x| x != pad)
+            .fold(
+                || (i64::MAX, i64::MIN),
+                |(lo, hi), &x| (lo.min(x), hi.max(x)),
+            )
+            .reduce(
+                || (i64::MAX, i64::MIN),
+                |(a, b), (c, d)| (a.min(c), b.max(d)),
+            )
+    });
+    if lo > hi {
+        return None; // only pads
+    }
+    let span = (hi as i128 - lo as i128 + 1) as u128;
+    let budget = 2 * ids.len() as u128 + 4096;
+    (span <= budget).then_some((lo, span as usize))
+}
+
+/// Plans a row-major id matrix: its unique ids in first-seen order, and where each cell finds
+/// its id among them. Ids in a narrow range go through a direct-address table (no per-cell
+/// memory), others through a hash table. Never panics, whatever the ids.
+pub fn batch_plan(ids: &[i64], pad: i64) -> Result<BatchPlan> {
+    check_count(ids.len(), "ids")?;
+    if let Some((lo, span)) = dense_range(ids, pad) {
+        let mut unique = Vec::with_capacity(ids.len().min(span));
+        let mut table = vec![NONE; span];
+        for &x in ids {
+            if x == pad {
+                continue;
+            }
+            // Out of the range only if another thread changed the ids since `dense_range`.
+            if let Some(entry) = table.get_mut(x.wrapping_sub(lo) as u64 as usize) {
+                if *entry == NONE {
+                    *entry = unique.len() as u32;
+                    unique.push(x);
+                }
+            }
+        }
+        return Ok(BatchPlan {
+            unique,
+            index: Index::Dense { lo, table },
+        });
+    }
+    let mut unique = Vec::new();
+    let mut slots = Vec::with_capacity(ids.len());
+    let mut seen: HashMap<i64, u32, Hasher> = HashMap::default();
+    for &x in ids {
+        if x == pad {
+            slots.push(NONE);
+            continue;
+        }
+        let next = unique.len() as u32;
+        let slot = *seen.entry(x).or_insert(next);
+        if slot == next {
+            unique.push(x);
+        }
+        slots.push(slot);
+    }
+    Ok(BatchPlan {
+        unique,
+        index: Index::Cells(slots),
+    })
+}
+
+/// A (n_rows, n_cols) batch of candidates: row-major ids (with a pad value) and their scores,
+/// of any type that widens to f64 exactly (f64, f32).
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a, S = f64> {
+    ids: &'a [i64],
+    scores: &'a [S],
+    n_rows: usize,
+    n_cols: usize,
+    pad: i64,
+}
+
+impl<'a, S: Copy + Into<f64> + Sync> Batch<'a, S> {
+    /// Checks that `ids` and `scores` both hold `n_rows * n_cols` values.
+    pub fn new(
+        ids: &'a [i64],
+        scores: &'a [S],
+        n_rows: usize,
+        n_cols: usize,
+        pad: i64,
+    ) -> Result<Self> {
+        if n_rows.checked_mul(n_cols) != Some(ids.len()) {
+            return Err(Error::value(
+                "ids",
+                format!(
+                    "ids has {} values for shape ({n_rows}, {n_cols})",
+                    ids.len()
+                ),
+            ));
+        }
+        if scores.len() != ids.len() {
+            return Err(Error::value(
+                "scores",
+                format!("scores has {} values for {} ids", scores.len(), ids.len()),
+            ));
+        }
+        Ok(Batch {
+            ids,
+            scores,
+            n_rows,
+            n_cols,
+            pad,
+        })
+    }
+
+    /// The plan of the batch's ids (see [`batch_plan`]).
+    pub fn plan(&self) -> Result<BatchPlan> {
+        batch_plan(self.ids, self.pad)
+    }
+}
+
+/// The live candidates of a batch, padded: `ids` (Q, width) row-major with the pad value,
+/// `scores` (Q, width) with NaN, and the count of live candidates kept per row.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Compacted {
+    pub ids: Vec<i64>,
+    pub scores: Vec<f64>,
+    pub counts: Vec<i64>,
+    pub width: usize,
+}
+
+/// Compacts each row of `batch`, in parallel (in this process's pool, see `pool`): the cells
+/// whose id is live, in input order, at most `limit` per row. The width is `min(limit, n_cols)`
+/// with a limit, else the largest count. `plan` is the batch's plan and `live` has one entry
+/// per unique id (it may be empty when `limit` is 0).
+pub fn compact<S: Copy + Into<f64> + Sync>(
+    batch: &Batch<'_, S>,
+    plan: &BatchPlan,
+    live: &[bool],
+    limit: Option<usize>,
+) -> Compacted {
+    pool::install(|| compact_rows(batch, plan, live, limit))
+}
+
+fn compact_rows<S: Copy + Into<f64> + Sync>(
+    batch: &Batch<'_, S>,
+    plan: &BatchPlan,
+    live: &[bool],
+    limit: Option<usize>,
+) -> Compacted {
+    let Batch {
+        ids,
+        scores,
+        n_rows,
+        n_cols,
+        pad,
+    } = *batch;
+    let keeps = |c: usize, x: i64| match plan.slot(c, x, pad) {
+        Some(slot) => live.get(slot as usize).copied().unwrap_or(false),
+        None => false,
+    };
+    let width = match limit {
+        Some(l) => l.min(n_cols),
+        None => (0..n_rows)
+            .into_par_iter()
+            .map(|q| {
+                (q * n_cols..(q + 1) * n_cols)
+                    .filter(|&c| keeps(c, ids[c]))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0),
+    };
+    let mut out_ids = vec![0i64; n_rows * width];
+    let mut out_scores = vec![0f64; n_rows * width];
+    let counts: Vec<i64> = if width == 0 {
+        vec![0; n_rows]
+    } else {
+        out_ids
+            .par_chunks_mut(width)
+            .zip(out_scores.par_chunks_mut(width))
+            .enumerate()
+            .map(|(q, (row_ids, row_scores))| {
+                let mut j = 0;
+                for c in q * n_cols..(q + 1) * n_cols {
+                    if j == width {
+                        break;
+                    }
+                    let x = ids[c];
+                    if keeps(c, x) {
+                        row_ids[j] = x;
+                        row_scores[j] = scores[c].into();
+                        j += 1;
+                    }
+                }
+                row_ids[j..].fill(pad);
+                row_scores[j..].fill(f64::NAN);
+                j as i64
+            })
+            .collect()
+    };
+    Compacted {
+        ids: out_ids,
+        scores: out_scores,
+        counts,
+        width,
+    }
+}
+
+/// `revalidate_batch` for Rust callers: plans the batch, calls `is_live` ONCE with its unique ids
+/// (not at all when there are none, or `limit` is 0), and compacts it.
+pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
+    batch: &Batch<'_, S>,
+    limit: Option<usize>,
+    is_live: impl FnOnce(&[i64]) -> std::result::Result<Vec<bool>, E>,
+) -> std::result::Result<Compacted, E> {
+    let plan = batch.plan()?;
+    let live = if plan.unique.is_empty() || limit == Some(0) {
+        Vec::new()
+    } else {
+        let live = is_live(&plan.unique)?;
+        check_live_len(live.len(), plan.unique.len())?;
+        live
+    };
+    Ok(compact(batch, &plan, &live, limit))
+}
+
+/// `is_live` must answer one bool per unique id.
+pub fn check_live_len(got: usize, expected: usize) -> Result<()> {
+    if got != expected {
+        return Err(Error::value(
+            "is_live",
+            format!("is_live must return one bool per id ({expected}), got {got}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_sizes() {
+        assert_eq!(pool_size(2, true, 3), Some(2));
+        assert_eq!(pool_size(2, false, 3), Some(6));
+        assert_eq!(pool_size(0, false, 3), Some(0));
+        assert_eq!(pool_size(u64::MAX, false, 2), None);
+        assert_eq!(pool_size(u64::MAX, true, 2), Some(u64::MAX));
+    }
+
+    #[test]
+    fn plan_is_first_seen_and_rebuild_keeps_every_occurrence() {
+        let p = plan(&[1, 1, 2, 3, 2]).unwrap();
+        assert_eq!(p.first, vec![0, 2, 3]);
+        assert_eq!(p.slots, vec![0, 0, 1, 2, 1]);
+        // 1 live, 2 live, 3 dead: every occurrence of 1 and 2, in input order.
+        assert_eq!(
+            rebuild(&p.slots, &[true, true, false], None),
+            vec![0, 1, 2, 4]
+        );
+        assert_eq!(
+            rebuild(&p.slots, &[true, true, false], Some(3)),
+            vec![0, 1, 2]
+        );
+        assert_eq!(
+            rebuild(&p.slots, &[false, false, false], None),
+            Vec::<u32>::new()
+        );
+        assert_eq!(plan::<i64>(&[]).unwrap(), Plan::default());
+    }
+
+    #[test]
+    fn plan_with_stops_at_the_first_error() {
+        let r = plan_with(3, |i| {
+            if i == 1 {
+                Err(Error::value("candidates", "bad"))
+            } else {
+                Ok(0)
+            }
+        });
+        assert!(r.is_err());
+    }
+
+    /// Per row, the kept (id, score bits).
+    type Rows = Vec<Vec<(i64, u64)>>;
+
+    /// The unique ids, counts and rows, by a plain reading of the spec.
+    fn reference_batch(
+        ids: &[i64],
+        scores: &[f64],
+        n_rows: usize,
+        n_cols: usize,
+        pad: i64,
+        limit: Option<usize>,
+        is_live: impl Fn(i64) -> bool,
+    ) -> (Vec<i64>, Vec<i64>, Rows) {
+        let mut unique = Vec::new();
+        for &x in ids {
+            if x != pad && !unique.contains(&x) {
+                unique.push(x);
+            }
+        }
+        let rows: Vec<Vec<(i64, u64)>> = (0..n_rows)
+            .map(|q| {
+                (q * n_cols..(q + 1) * n_cols)
+                    .filter(|&c| ids[c] != pad && is_live(ids[c]))
+                    .map(|c| (ids[c], scores[c].to_bits()))
+                    .take(limit.unwrap_or(usize::MAX))
+                    .collect()
+            })
+            .collect();
+        let counts = rows.iter().map(|r| r.len() as i64).collect();
+        (unique, counts, rows)
+    }
+
+    fn check_batch(ids: &[i64], n_rows: usize, n_cols: usize, pad: i64, limit: Option<usize>) {
+        let scores: Vec<f64> = (0..ids.len()).map(|i| i as f64 * 0.5).collect();
+        let alive = |x: i64| x.rem_euclid(3) != 0;
+        let (unique, counts, rows) =
+            reference_batch(ids, &scores, n_rows, n_cols, pad, limit, alive);
+        let mut asked = None;
+        let batch = Batch::new(ids, &scores, n_rows, n_cols, pad).unwrap();
+        let out = revalidate_batch::<f64, Error>(&batch, limit, |u| {
+            asked = Some(u.to_vec());
+            Ok(u.iter().map(|&x| alive(x)).collect())
+        })
+        .unwrap();
+        let expected_asked = (!unique.is_empty() && limit != Some(0)).then_some(unique);
+        assert_eq!(asked, expected_asked);
+        assert_eq!(out.counts, counts);
+        let width = limit.map_or(counts.iter().copied().max().unwrap_or(0) as usize, |l| {
+            l.min(n_cols)
+        });
+        assert_eq!(out.width, width);
+        for (q, row) in rows.iter().enumerate() {
+            for j in 0..width {
+                let (id, score) = (out.ids[q * width + j], out.scores[q * width + j]);
+                match row.get(j) {
+                    Some(&(x, bits)) => assert_eq!((id, score.to_bits()), (x, bits)),
+                    None => assert!(id == pad && score.is_nan()),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batch_matches_a_plain_reading_of_the_spec() {
+        // Dense ids (direct table), duplicates, pads, an all-dead row, an all-pad row.
+        let ids = [1, 2, -1, 3, 3, 3, 4, -1, 6, 9, 12, 0, -1, -1, -1, -1];
+        for limit in [None, Some(0), Some(1), Some(2), Some(10)] {
+            check_batch(&ids, 4, 4, -1, limit);
+        }
+        // Sparse ids (hash table), pad that is also a legal-looking id.
+        let ids = [i64::MAX, 7, i64::MIN, 7, 0, i64::MAX, 5, 1 << 40, 0];
+        for limit in [None, Some(1), Some(3)] {
+            check_batch(&ids, 3, 3, 0, limit);
+        }
+        // No rows, no columns, nothing live.
+        check_batch(&[], 0, 5, -1, None);
+        check_batch(&[], 3, 0, -1, Some(2));
+        check_batch(&[3, 6, 9], 1, 3, -1, None);
+    }
+
+    #[test]
+    fn f32_scores_widen_exactly() {
+        let ids = [1, 2, -1, 2];
+        let scores32 = [0.1f32, f32::NAN, 7.0, 1e30];
+        let scores64: Vec<f64> = scores32.iter().map(|&x| x as f64).collect();
+        let all = |u: &[i64]| Ok::<_, Error>(vec![true; u.len()]);
+        let a = revalidate_batch(&Batch::new(&ids, &scores32, 2, 2, -1).unwrap(), None, all);
+        let b = revalidate_batch(&Batch::new(&ids, &scores64, 2, 2, -1).unwrap(), None, all);
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            (&a.ids, &a.counts, bits(&a.scores)),
+            (&b.ids, &b.counts, bits(&b.scores))
+        );
+        assert_eq!(a.ids, vec![1, 2, 2, -1]);
+    }
+
+    #[test]
+    fn batch_rejects_wrong_lengths() {
+        assert!(Batch::new(&[1, 2], &[0.0, 0.0], 1, 3, -1).is_err());
+        assert!(Batch::new(&[1, 2], &[0.0], 1, 2, -1).is_err());
+        assert!(Batch::<f64>::new(&[], &[], usize::MAX, 2, -1).is_err());
+        let batch = Batch::new(&[1, 2], &[0.0, 0.0], 1, 2, -1).unwrap();
+        let short = |_: &[i64]| Ok::<_, Error>(vec![true]);
+        assert!(revalidate_batch(&batch, None, short).is_err());
+    }
+}

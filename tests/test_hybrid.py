@@ -1,0 +1,205 @@
+"""The hybrid pipeline: pool sizing, search, revalidation, in-engine filter, truncation, RRF."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import rankfusion
+from rankfusion import HybridHit, SQLiteStore, hybrid_search
+
+TEXTS = {
+    1: "wing flutter at supersonic speed",
+    2: "heat transfer in a laminar boundary layer",
+    3: "boundary layer transition on a flat plate",
+    4: "flutter of panels in supersonic flow",
+    5: "buckling of thin cylindrical shells",
+}
+EMBEDDINGS = np.array([[1, 0, 0], [0, 1, 0], [0, 1, 1], [1, 0, 0.2], [0, 0, 1]], dtype=np.float32)
+EMBEDDINGS /= np.linalg.norm(EMBEDDINGS, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def store():
+    s = SQLiteStore()
+    s.add_documents(
+        list(TEXTS),
+        list(TEXTS.values()),
+        EMBEDDINGS,
+        metadata=[{"year": 1950 + i} for i in TEXTS],
+    )
+    yield s
+    s.close()
+
+
+def ids(hits):
+    """The ids of hybrid hits or of (id, score) pairs."""
+    return [h[0] for h in hits]
+
+
+def test_small_corpus_expected_ranking(store):
+    # keyword: [1, 4] (doc 1 is shorter); vector for [1, 0, .2]: [4, 1, 5].
+    assert ids(store.keyword_search("supersonic flutter", 9)) == [1, 4]
+    assert ids(store.vector_search([1, 0, 0.2], 3)) == [4, 1, 5]
+    hits = hybrid_search(store, "supersonic flutter", [1, 0, 0.2], limit=3)
+    # 1 and 4 tie at 1/61 + 1/62: the key met first in the interleaved scan (keyword rank 1) wins.
+    assert ids(hits) == [1, 4, 5]
+    assert hits[0].score == hits[1].score == 1 / 61 + 1 / 62
+    assert hits[2].score == 1 / 63
+    assert hits[0].record.text == TEXTS[1]
+
+    # Weights favour the vector list.
+    assert ids(
+        hybrid_search(store, "supersonic flutter", [1, 0, 0.2], limit=3, weights=[1, 2])
+    ) == [
+        4,
+        1,
+        5,
+    ]
+    # The two lists disagree: keyword [2], vector [5, 3, 4].
+    assert ids(hybrid_search(store, "heat transfer", [0, 0, 1], limit=3)) == [2, 5, 3]
+
+
+def test_soft_deleted_documents_never_come_back(store):
+    store.delete(4)
+    assert ids(hybrid_search(store, "supersonic flutter", [1, 0, 0.2], limit=3)) == [1, 5, 3]
+
+
+def test_stale_vector_index_is_revalidated(store):
+    class StaleIndex:
+        filtering = "none"
+
+        def vector_search(self, vector, k):
+            return [(4, 0.99), (404, 0.98), (1, 0.97)][:k]  # 404 never existed
+
+    store.delete(4)
+    hits = hybrid_search(store, None, [1, 0, 0], vector_index=StaleIndex(), limit=5)
+    assert ids(hits) == [1]
+
+
+def test_trace_keeps_raw_per_list_scores(store):
+    keyword = dict(store.keyword_search("supersonic flutter", 10))
+    vector = dict(store.vector_search([1, 0, 0.2], 10))
+    hits = hybrid_search(store, "supersonic flutter", [1, 0, 0.2], limit=3, trace=True)
+    first = hits[0]
+    assert [(c.list_index, c.rank) for c in first.contributions] == [(0, 1), (1, 2)]
+    assert first.contributions[0].score == keyword[1]  # the BM25 score
+    assert first.contributions[1].score == vector[1]  # the cosine similarity
+    d = first.to_dict()
+    assert d["id"] == 1 and [c["list"] for c in d["contributions"]] == ["keyword", "vector"]
+    assert d["contributions"][0]["score"] == keyword[1]
+    assert hits[2].to_dict()["contributions"][0]["list"] == "vector"
+    assert hybrid_search(store, "supersonic flutter", [1, 0, 0.2], limit=1)[0].contributions is None
+
+
+def test_where_filters_both_lists(store):
+    recent = lambda doc: doc.metadata["year"] >= 1954
+    hits = hybrid_search(store, "supersonic flutter", [1, 0, 0.2], limit=5, where=recent)
+    assert ids(hits) == [4, 5]
+
+
+def test_one_list_only(store):
+    assert ids(hybrid_search(store, "supersonic flutter", None)) == [1, 4]
+    assert ids(hybrid_search(store, None, [0, 1, 0], limit=2)) == [2, 3]
+    assert hybrid_search(store, None, None) == []
+    assert hybrid_search(store, "supersonic", [1, 0, 0], limit=0) == []
+
+
+def test_window_deeper_than_limit(store):
+    # A window of 5 reads the whole vector list [5, 3, 4, 1, 2]: doc 2 gains its rank 5 there.
+    hits = hybrid_search(store, "heat transfer", [0, 0, 1], limit=2, window=5)
+    assert ids(hits) == [2, 5]
+    assert hits[0].score == 1 / 61 + 1 / 65
+
+
+def test_hybrid_hit_unpacks_as_id_score(store):
+    (hit,) = hybrid_search(store, "buckling", None, limit=1)
+    id, score = hit
+    assert (id, score) == (5, 1 / 61) and len(hit) == 2 and hit[0] == 5
+    assert isinstance(hit, HybridHit)
+
+
+class FakeIndex:
+    """An index over a fixed ranking that records how it is asked."""
+
+    def __init__(self, ranking, filtering=None):
+        self.ranking = ranking
+        if filtering is not None:
+            self.filtering = filtering
+        self.calls = []
+
+    def keyword_search(self, text, k, **kwargs):
+        return self._search(k, kwargs)
+
+    def vector_search(self, vector, k, **kwargs):
+        return self._search(k, kwargs)
+
+    def _search(self, k, kwargs):
+        self.calls.append((k, sorted(kwargs)))
+        ranking = self.ranking
+        if "where" in kwargs:
+            ranking = [(i, s) for i, s in ranking if kwargs["where"](RECORDS[i])]
+        return ranking[:k]
+
+
+RECORDS = {i: {"id": i, "lang": "en" if i % 2 else "fr"} for i in range(1, 30)}
+
+
+class DictStore:
+    def __init__(self):
+        self.batches = []
+
+    def get(self, id):
+        raise AssertionError("the batch path is used")
+
+    def get_many(self, ids):
+        self.batches.append(list(ids))
+        return {i: RECORDS[i] for i in ids if i in RECORDS}
+
+
+@pytest.mark.parametrize(
+    "filtering, pool, gets_where",
+    [
+        ("pre", 2, True),
+        ("post", 6, True),
+        ("none", 6, False),
+        ("unknown", 6, False),
+        (None, 6, False),
+    ],
+)
+def test_pool_sizing_by_filtering_capability(filtering, pool, gets_where):
+    ranking = [(i, 1 - i / 100) for i in range(1, 30)]
+    keyword = FakeIndex(ranking, filtering)
+    vector = FakeIndex(ranking[::-1], filtering)
+    store = DictStore()
+    english = lambda r: r["lang"] == "en"
+    hits = hybrid_search(
+        store, "q", [0.0], keyword_index=keyword, vector_index=vector, limit=2, where=english
+    )
+    expected_kwargs = ["where"] if gets_where else []
+    assert keyword.calls == [(pool, expected_kwargs)] and vector.calls == [(pool, expected_kwargs)]
+    assert len(store.batches) == 2  # one batched revalidation per list
+    assert all(RECORDS[h.id]["lang"] == "en" for h in hits) and len(hits) == 2
+
+
+def test_bad_arguments_fail_before_any_search():
+    index = FakeIndex([(1, 1.0)], "none")
+    store = DictStore()
+    for kwargs, exc in [
+        ({"limit": -1}, ValueError),
+        ({"limit": 1.5}, TypeError),
+        ({"window": -2}, ValueError),
+        ({"k": -1}, ValueError),
+        ({"weights": [1.0]}, ValueError),
+        ({"multiplier": 0}, ValueError),
+        ({"where": "en"}, TypeError),
+        ({"trace": 1}, TypeError),
+    ]:
+        with pytest.raises(exc):
+            hybrid_search(store, "q", [0.0], keyword_index=index, vector_index=index, **kwargs)
+    assert index.calls == [] and store.batches == []
+
+
+def test_the_protocols_are_public():
+    assert rankfusion.hybrid.LISTS == ("keyword", "vector")
+    assert isinstance(FakeIndex([], "pre"), rankfusion.VectorIndex)
+    assert isinstance(DictStore(), rankfusion.RecordStore)

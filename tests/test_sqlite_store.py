@@ -1,0 +1,236 @@
+"""The SQLite store: soft deletes, one-statement get_many, FTS5 keyword search, exact vector search."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+import rankfusion
+from rankfusion.sqlite_store import Document, SQLiteStore, fts_query
+
+TEXTS = {
+    1: "wing flutter at supersonic speed",
+    2: "heat transfer in a laminar boundary layer",
+    3: "boundary layer transition on a flat plate",
+    4: "flutter of panels in supersonic flow",
+    5: "buckling of thin cylindrical shells",
+}
+
+
+def unit(v):
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+EMBEDDINGS = {
+    1: unit([1, 0, 0]),
+    2: unit([0, 1, 0]),
+    3: unit([0, 1, 1]),
+    4: unit([1, 0, 0.2]),
+    5: unit([0, 0, 1]),
+}
+
+
+@pytest.fixture
+def store():
+    s = SQLiteStore()
+    ids = list(TEXTS)
+    s.add_documents(
+        ids,
+        [TEXTS[i] for i in ids],
+        np.stack([EMBEDDINGS[i] for i in ids]),
+        titles=[f"doc {i}" for i in ids],
+        metadata=[{"year": 1950 + i} for i in ids],
+    )
+    yield s
+    s.close()
+
+
+class StatementCounter:
+    def __init__(self, connection):
+        self.connection = connection
+        self.statements = []
+
+    def __enter__(self):
+        self.connection.set_trace_callback(self.statements.append)
+        return self
+
+    def __exit__(self, *exc):
+        self.connection.set_trace_callback(None)
+
+
+def test_documents_round_trip(store):
+    doc = store.get(3)
+    assert doc == Document(3, "doc 3", TEXTS[3], {"year": 1953})
+    assert store.get(99) is None
+    assert store.get("3") is None  # ids keep their type
+    assert store.get(np.int64(3)) == doc and store.get(3.0) == doc  # dict semantics
+    assert store.get(object()) is None
+    assert len(store) == 5
+    assert store.dim == 3
+
+
+def test_get_many_is_one_statement_whatever_the_number_of_ids(store):
+    for ids in ([1], [1, 2, 3], list(range(-20, 20)), list(range(50_000))):  # > SQLite's 32766 vars
+        with StatementCounter(store.connection) as counter:
+            found = store.get_many(ids)
+        assert len(counter.statements) == 1, counter.statements
+        assert set(found) == set(ids) & set(TEXTS)
+
+
+def test_get_many_skips_soft_deleted_and_unknown_rows(store):
+    assert store.delete(2) is True
+    assert store.delete(2) is False  # already deleted
+    assert store.delete("nope") is False
+    found = store.get_many([1, 2, 99, "x", np.int64(3), 3.5, None, (1,)])
+    assert sorted(found) == [1, 3]
+    assert found[1] == store.get(1)
+    assert store.get(2) is None and len(store) == 4
+    assert store.get_many([]) == {}
+
+
+def test_soft_deleted_between_vector_search_and_revalidation_is_dropped(store):
+    candidates = store.vector_search([1, 0, 0], 3)
+    assert [id for id, _ in candidates] == [1, 4, 2]  # 2, 3 and 5 tie at 0: the earliest wins
+    store.delete(4)  # e.g. by another request, after the index answered
+    live = rankfusion.revalidate(candidates, store)
+    assert [r.id for r in live] == [1, 2]
+    assert [r.score for r in live] == [candidates[0][1], candidates[2][1]]
+    assert live[0].record.text == TEXTS[1]
+
+
+def test_deleted_by_another_connection_is_dropped(tmp_path):
+    path = str(tmp_path / "docs.db")
+    with SQLiteStore(path) as store:
+        store.add_documents([1, 2], ["a b", "a c"], np.eye(2))
+        candidates = store.vector_search([1, 0.5], 2)
+        other = sqlite3.connect(path)
+        with other:
+            other.execute("UPDATE documents SET deleted = 1 WHERE id = 1")
+        other.close()
+        assert [r.id for r in rankfusion.revalidate(candidates, store)] == [2]
+        # The vector snapshot notices the other connection's commit too.
+        assert [id for id, _ in store.vector_search([1, 0.5], 2)] == [2]
+
+
+def test_vector_search_is_exact_best_first_ties_by_insertion(store):
+    rng = np.random.default_rng(7)
+    s = SQLiteStore()
+    vectors = rng.normal(size=(200, 8)).astype(np.float32)
+    vectors[50] = vectors[10]  # a tie: the earlier-added document wins
+    s.add_documents(list(range(200)), [""] * 200, vectors)
+    query = vectors[10] + 0.01
+    got = s.vector_search(query, 20)
+    sims = vectors @ query.astype(np.float32)
+    expected = sorted(range(200), key=lambda i: (-sims[i], i))[:20]
+    assert [i for i, _ in got] == expected
+    assert [s for _, s in got] == [float(sims[i]) for i in expected]
+    assert s.vector_search(query, 0) == []
+    assert len(s.vector_search(query, 1000)) == 200
+    with pytest.raises(ValueError, match="dimension"):
+        s.vector_search(np.zeros(3), 5)
+    with pytest.raises(ValueError, match="finite"):
+        s.vector_search(np.full(8, np.nan), 5)
+
+
+def test_vector_snapshot_follows_adds_and_deletes(store):
+    store.add(6, "new", unit([1, 0, 0.05]))
+    assert [id for id, _ in store.vector_search([1, 0, 0], 2)] == [1, 6]
+    store.delete(1)
+    assert [id for id, _ in store.vector_search([1, 0, 0], 2)] == [6, 4]
+    store.add(1, "back again", unit([1, 0, 0]))  # re-adding replaces and revives
+    assert store.get(1).text == "back again"
+    assert [id for id, _ in store.vector_search([1, 0, 0], 1)] == [1]
+
+
+def test_keyword_search_bm25_best_first(store):
+    hits = store.keyword_search("supersonic flutter", 10)
+    assert {id for id, _ in hits} == {1, 4}
+    assert all(score > 0 for _, score in hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert {id for id, _ in store.keyword_search("boundary layers", 10)} == {2, 3}  # stemmed
+    assert len(store.keyword_search("supersonic", 1)) == 1
+    store.delete(4)
+    assert [id for id, _ in store.keyword_search("supersonic flutter", 10)] == [1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'wing" OR "x',
+        "wing AND NOT flutter",
+        "NEAR(wing flutter, 2)",
+        "wing*",
+        "title:wing",
+        "^wing",
+        "(wing",
+        "-wing +flutter",
+        "'wing'",
+        '""',
+        "über flügel",
+        "wing\x00flutter",
+        "\\",
+        "a" * 10_000,
+    ],
+)
+def test_keyword_search_never_parses_user_text(store, text):
+    hits = store.keyword_search(text, 5)  # never an FTS5 syntax error
+    assert isinstance(hits, list)
+
+
+def test_keyword_search_without_terms(store):
+    assert store.keyword_search("", 5) == []
+    assert store.keyword_search("?!. ,;", 5) == []
+    assert store.keyword_search("wing", 0) == []
+
+
+def test_fts_query():
+    assert fts_query("Wing flutter?") == '"wing" OR "flutter"'
+    assert fts_query("what is the wing", stopwords={"what", "is", "the"}) == '"wing"'
+    assert fts_query("--") == ""
+
+
+def test_stopwords(store):
+    s = SQLiteStore(stopwords={"of"})
+    s.add_documents([1, 2], ["buckling of shells", "of of of"])
+    assert [id for id, _ in s.keyword_search("buckling of", 5)] == [1]
+
+
+@pytest.mark.parametrize(
+    "ids, exc",
+    [
+        ([1.5], TypeError),
+        ([True], TypeError),
+        ([None], TypeError),
+        ([2**64], ValueError),
+        ([1, 1], ValueError),
+    ],
+)
+def test_bad_ids(ids, exc):
+    s = SQLiteStore()
+    with pytest.raises(exc):
+        s.add_documents(ids, ["x"] * len(ids))
+
+
+def test_bad_embeddings(store):
+    with pytest.raises(ValueError, match="dimension"):
+        store.add(9, "x", [1.0, 0.0])
+    with pytest.raises(ValueError, match="finite"):
+        store.add(9, "x", [np.nan, 0.0, 0.0])
+    with pytest.raises(ValueError, match="shape"):
+        store.add_documents([7, 8], ["a", "b"], np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="length"):
+        store.add_documents([7, 8], ["a"])
+    assert store.get(9) is None and store.get(7) is None  # nothing half-written
+
+
+def test_string_ids_and_protocols():
+    s = SQLiteStore()
+    s.add("doc-1", "alpha beta", [1.0, 0.0], metadata={"lang": "en"})
+    s.add("1", "alpha", [0.0, 1.0])
+    assert s.get("doc-1").metadata == {"lang": "en"}
+    assert s.get(1) is None and s.get("1").text == "alpha"
+    assert isinstance(s, rankfusion.KeywordIndex)
+    assert isinstance(s, rankfusion.VectorIndex)
+    assert isinstance(s, rankfusion.RecordStore)
