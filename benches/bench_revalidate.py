@@ -25,6 +25,7 @@ import timeit
 
 import numpy as np
 import pytest
+
 import rankfusion
 from rankfusion import reference
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from rankfusion import SQLiteStore, hybrid_search
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cranfield"

@@ -17,9 +17,10 @@ import struct
 from collections.abc import Mapping
 
 import numpy as np
-import rankfusion
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+
+import rankfusion
 from rankfusion import reference
 
 EXAMPLES = settings(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 import rankfusion
 from rankfusion import HybridHit, SQLiteStore, hybrid_search
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pytest
+
 import rankfusion
 from rankfusion import reference
 

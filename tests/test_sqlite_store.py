@@ -6,6 +6,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+
 import rankfusion
 from rankfusion.sqlite_store import Document, SQLiteStore, fts_query
 

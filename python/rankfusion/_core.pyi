@@ -1,7 +1,10 @@
 """Type stubs for the Rust core (``rankfusion._core``). Checked by ``mypy.stubtest`` in the tests."""
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, Optional, final
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = ["Contribution", "Hit", "rrf"]
 
@@ -110,11 +113,6 @@ def rrf(
     """
 
 # --- Candidate revalidation ------------------------------------------------------------------------
-
-from collections.abc import Callable
-
-import numpy as np
-import numpy.typing as npt
 
 __all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "revalidate_batch"]
 

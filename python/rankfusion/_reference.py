@@ -13,7 +13,7 @@ import itertools
 import math
 import numbers
 import operator
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
@@ -277,8 +277,6 @@ def rrf(
 # stale (soft-deleted, missing, failing a filter the index could not apply); revalidation hydrates
 # them against the live store in one batched call and keeps their order. This section is
 # self-contained: its names are added to ``__all__`` here.
-
-from collections.abc import Callable, Mapping
 
 __all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "revalidate_batch"]
 
