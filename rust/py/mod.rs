@@ -5,6 +5,7 @@
 //! with the GIL released where no Python object is touched, and builds the Python results.
 
 mod args;
+mod batch;
 mod errors;
 mod keys;
 mod results;
@@ -17,5 +18,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::Hit>()?;
     m.add_class::<results::Contribution>()?;
     m.add_function(wrap_pyfunction!(rrf::rrf, m)?)?;
+    m.add_class::<batch::BatchResult>()?;
+    m.add_function(wrap_pyfunction!(batch::rrf_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::rrf_many, m)?)?;
     Ok(())
 }
