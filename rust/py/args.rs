@@ -205,11 +205,7 @@ pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
     let n = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))? };
     n.extract::<i64>().map_err(|_| {
         if n.lt(0).unwrap_or(false) {
-            PyValueError::new_err(format!(
-                "{name} must be >= {}, got {}",
-                i64::MIN,
-                repr(&n)
-            ))
+            PyValueError::new_err(format!("{name} must be >= {}, got {}", i64::MIN, repr(&n)))
         } else {
             PyValueError::new_err(format!("{name} must fit in int64, got {}", repr(&n)))
         }

@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyTuple};
 
-use super::args::{as_tuple, choice, flag, integer, int64, real, Arg};
+use super::args::{as_tuple, choice, flag, int64, integer, real, Arg};
 use super::errors::{to_pyerr, BindError};
 use super::keys::exact_ints;
 use super::results::{Contribution, Hit};
