@@ -17,8 +17,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::fusion::{
-    best_possible_score, canonical_sum, contribution, normalize_without_positive_weight,
-    Duplicates, Hasher, Occurrence, Params, TieBreak,
+    self, canonical_sum, contribution, Duplicates, Hasher, Occurrence, Params, TieBreak,
 };
 use crate::pool;
 
@@ -480,18 +479,7 @@ pub fn fuse_batch(
     // normalize=True: the same normaliser for every row; when it cannot be had, every row that
     // is not empty (only pads) fails, and the first one is the error.
     let normalizer = if params.normalize {
-        let top =
-            best_possible_score(&weights, params.k).ok_or_else(normalize_without_positive_weight);
-        let top = top.and_then(|t| {
-            if t > 0.0 && t.is_finite() {
-                Ok(t)
-            } else {
-                Err(Error::value(
-                    "normalize",
-                    format!("normalize=True: the largest possible score is {t}"),
-                ))
-            }
-        });
+        let top = fusion::normalizer(&weights, params.k);
         match top {
             Ok(t) => Some(t),
             Err(error) => {
