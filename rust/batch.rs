@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashSet;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -96,10 +96,101 @@ fn flip(key: i64) -> u64 {
     (key as u64) ^ (1 << 63)
 }
 
+/// An open-addressing table i64 key -> dense id for one row at a time: linear probing at most
+/// half full, and a generation stamp per slot so that starting a new row costs nothing. The hash
+/// is a folded multiply of the key with a per-table random seed (foldhash's mixing), so a
+/// crafted set of ids cannot be made to collide without knowing the seed.
+struct IdTable {
+    slots: Vec<Slot>,
+    generation: u32,
+    mask: usize,
+    seed: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    key: i64,
+    id: u32,
+    generation: u32,
+}
+
+impl Default for IdTable {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        IdTable {
+            slots: Vec::new(),
+            generation: 0,
+            mask: 0,
+            seed: Hasher::default().hash_one(0x5EED_u64) | 1,
+        }
+    }
+}
+
+impl IdTable {
+    /// Empties the table for at most `n` keys.
+    fn reset(&mut self, n: usize) {
+        let capacity = (n.max(8) * 2).next_power_of_two();
+        if capacity > self.slots.len() {
+            self.slots = vec![Slot::default(); capacity];
+            self.generation = 0;
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.slots.fill(Slot::default());
+            self.generation = 1;
+        }
+        // A smaller mask for a small row keeps its probes in a few cache lines.
+        self.mask = capacity - 1;
+    }
+
+    #[inline]
+    fn slot_of(&self, key: i64) -> usize {
+        let m = ((key as u64) ^ self.seed) as u128 * 0x9E37_79B9_7F4A_7C15_u128;
+        ((m as u64) ^ ((m >> 64) as u64)) as usize & self.mask
+    }
+
+    /// The id of `key`, inserting it with id `next` when it is new.
+    #[inline]
+    fn get_or_insert(&mut self, key: i64, next: u32) -> u32 {
+        let mut i = self.slot_of(key);
+        loop {
+            let s = &mut self.slots[i];
+            if s.generation != self.generation {
+                *s = Slot {
+                    key,
+                    id: next,
+                    generation: self.generation,
+                };
+                return next;
+            }
+            if s.key == key {
+                return s.id;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The id of a key that is in the table.
+    fn get(&self, key: i64) -> u32 {
+        let mut i = self.slot_of(key);
+        loop {
+            let s = &self.slots[i];
+            if s.generation != self.generation {
+                debug_assert!(false, "get() of a key that is not in the table");
+                return 0;
+            }
+            if s.key == key {
+                return s.id;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+}
+
 /// The buffers of one row's fusion, reused from row to row.
 #[derive(Default)]
 pub struct Workspace {
-    ids: HashMap<i64, u32, Hasher>,
+    ids: IdTable,
     read: Vec<usize>,
     /// Key id -> key.
     keys: Vec<i64>,
@@ -141,7 +232,6 @@ impl Workspace {
     }
 
     fn scan(&mut self, rows: &[&[i64]], weights: &[f64], p: &RowParams) -> Result<()> {
-        self.ids.clear();
         self.keys.clear();
         self.first_seen.clear();
         self.seen_bits.clear();
@@ -154,6 +244,8 @@ impl Workspace {
         if let Some(w) = p.window {
             depth = depth.min(w);
         }
+        let most_keys: usize = self.read.iter().map(|&i| rows[i].len().min(depth)).sum();
+        self.ids.reset(most_keys);
         let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
         let check = p.duplicates != Duplicates::Sum;
         let bits = self.read.len() <= 64;
@@ -167,7 +259,7 @@ impl Workspace {
                     continue;
                 }
                 let next = self.keys.len() as u32;
-                let id = *self.ids.entry(key).or_insert(next);
+                let id = self.ids.get_or_insert(key, next);
                 if id == next {
                     self.keys.push(key);
                     self.first_seen.push((list as u32, position as u32));
@@ -299,7 +391,7 @@ impl Workspace {
             let tie = e as u64;
             let id = match p.tie_break {
                 TieBreak::BestRank => tie as u32,
-                TieBreak::Key => self.ids[&((tie ^ (1 << 63)) as i64)],
+                TieBreak::Key => self.ids.get((tie ^ (1 << 63)) as i64),
             };
             self.page.push(id);
         }
@@ -576,6 +668,17 @@ fn fuse_chunk(
 ) -> std::result::Result<Chunk, BatchError> {
     let mut ws = Workspace::new();
     let mut chunk = Chunk::default();
+    // Room for the most hits the rows can have, so the buffers never move (untouched capacity
+    // costs no memory).
+    let per_row: usize = lists
+        .iter()
+        .zip(weights)
+        .filter(|(_, &w)| w != 0.0)
+        .map(|(l, _)| l.cols().min(p.window.unwrap_or(usize::MAX)))
+        .sum();
+    let per_row = p.limit.map_or(per_row, |l| l.min(per_row));
+    chunk.ids.reserve(rows.len() * per_row);
+    chunk.scores.reserve(rows.len() * per_row);
     let mut row_lists: Vec<&[i64]> = Vec::with_capacity(lists.len());
     for q in rows {
         if q > first_error.load(AtomicOrdering::Relaxed) {
