@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use _core::batch::{rrf_batch, IdMatrix};
 use _core::pool::resolve_threads;
 use _core::Params;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 fn generated(q: usize, l: usize, n: usize, seed: u64) -> Vec<Vec<i64>> {
     let mut s = seed | 1;

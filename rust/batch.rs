@@ -129,7 +129,7 @@ impl Default for IdTable {
 impl IdTable {
     /// Empties the table for at most `n` keys.
     fn reset(&mut self, n: usize) {
-        let capacity = (n.max(8) * 2).next_power_of_two();
+        let capacity = (n.max(8) * 3 / 2).next_power_of_two();
         if capacity > self.slots.len() {
             self.slots = vec![Slot::default(); capacity];
             self.generation = 0;
@@ -205,9 +205,21 @@ pub struct Workspace {
     values: Vec<f64>,
     scores: Vec<f64>,
     order: Vec<u128>,
+    packed: Vec<u64>,
     page: Vec<u32>,
     per_list: Vec<(u32, u32, f64)>,
+    /// Dense mode (each key counted at most once per list, few lists): per key `stride` slots
+    /// for its contributions and their (list, position), filled in scan order, instead of
+    /// occurrences grouped by a counting sort.
+    dense: bool,
+    stride: usize,
+    counts: Vec<u8>,
+    slot_values: Vec<f64>,
+    slot_occurrences: Vec<(u32, u32)>,
 }
+
+/// Dense mode is used with at most this many lists read (and duplicates "first" or "error").
+const DENSE_MAX_LISTS: usize = 8;
 
 impl Workspace {
     pub fn new() -> Self {
@@ -237,6 +249,7 @@ impl Workspace {
         self.seen_bits.clear();
         self.seen_set.clear();
         self.occurrences.clear();
+        self.counts.clear();
         self.read.clear();
         self.read
             .extend((0..rows.len()).filter(|&i| weights[i] != 0.0));
@@ -249,6 +262,16 @@ impl Workspace {
         let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
         let check = p.duplicates != Duplicates::Sum;
         let bits = self.read.len() <= 64;
+        self.dense = check && self.read.len() <= DENSE_MAX_LISTS;
+        self.stride = self.read.len();
+        if self.dense {
+            let room = most_keys * self.stride;
+            if self.slot_values.len() < room {
+                self.slot_values.resize(room, 0.0);
+                self.slot_occurrences.resize(room, (0, 0));
+            }
+        }
+        let (k, dense, stride) = (p.k, self.dense, self.stride);
         for position in 0..depth {
             for (slot, &list) in self.read.iter().enumerate() {
                 let row = rows[list];
@@ -265,6 +288,9 @@ impl Workspace {
                     self.first_seen.push((list as u32, position as u32));
                     if bits {
                         self.seen_bits.push(0);
+                    }
+                    if dense {
+                        self.counts.push(0);
                     }
                 }
                 if check {
@@ -287,11 +313,19 @@ impl Workspace {
                         continue;
                     }
                 }
-                self.occurrences.push(Occurrence {
-                    key: id,
-                    list: list as u32,
-                    position: position as u32,
-                });
+                if dense {
+                    let c = &mut self.counts[id as usize];
+                    let at = id as usize * stride + *c as usize;
+                    *c += 1;
+                    self.slot_values[at] = contribution(weights[list], k, position as u32);
+                    self.slot_occurrences[at] = (list as u32, position as u32);
+                } else {
+                    self.occurrences.push(Occurrence {
+                        key: id,
+                        list: list as u32,
+                        position: position as u32,
+                    });
+                }
             }
         }
         Ok(())
@@ -299,6 +333,19 @@ impl Workspace {
 
     fn score(&mut self, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<()> {
         let n_keys = self.keys.len();
+        self.scores.clear();
+        if self.dense {
+            for key in 0..n_keys {
+                let at = key * self.stride;
+                let values = &mut self.slot_values[at..at + self.counts[key] as usize];
+                let s = match values {
+                    [a] => 0.0 + *a,
+                    _ => canonical_sum(values),
+                };
+                self.push_score(key, s, normalizer)?;
+            }
+            return Ok(());
+        }
         // Group occurrences by key with a counting sort (stable: scan order within a key).
         self.offsets.clear();
         self.offsets.resize(n_keys + 1, 0);
@@ -324,10 +371,9 @@ impl Workspace {
             self.grouped[*c as usize] = *o;
             *c += 1;
         }
-        self.scores.clear();
         for key in 0..n_keys {
             let occs = &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
-            let mut s = match occs {
+            let s = match occs {
                 [a] => 0.0 + contribution(weights[a.list as usize], k, a.position),
                 _ => {
                     self.values.clear();
@@ -338,32 +384,43 @@ impl Workspace {
                     canonical_sum(&mut self.values)
                 }
             };
-            let (list_index, position) = self.first_seen[key];
+            self.push_score(key, s, normalizer)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a key's score (and normalised score) finite, as `fusion::score` does.
+    #[inline]
+    fn push_score(&mut self, key: usize, mut s: f64, normalizer: Option<f64>) -> Result<()> {
+        let (list_index, position) = self.first_seen[key];
+        if !s.is_finite() {
+            return Err(Error::NonFiniteScore {
+                list_index: list_index as usize,
+                position: position as usize,
+                score: s,
+                normalized: false,
+            });
+        }
+        if let Some(top) = normalizer {
+            s /= top;
             if !s.is_finite() {
                 return Err(Error::NonFiniteScore {
                     list_index: list_index as usize,
                     position: position as usize,
                     score: s,
-                    normalized: false,
+                    normalized: true,
                 });
             }
-            if let Some(top) = normalizer {
-                s /= top;
-                if !s.is_finite() {
-                    return Err(Error::NonFiniteScore {
-                        list_index: list_index as usize,
-                        position: position as usize,
-                        score: s,
-                        normalized: true,
-                    });
-                }
-            }
-            self.scores.push(s);
         }
+        self.scores.push(s);
         Ok(())
     }
 
     fn rank(&mut self, p: &RowParams) {
+        let n_keys = self.scores.len();
+        if p.tie_break == TieBreak::BestRank && p.limit.is_none() && n_keys < 1 << 31 {
+            return self.rank_all(p);
+        }
         self.order.clear();
         for (id, &s) in self.scores.iter().enumerate() {
             if p.min_score.is_some_and(|m| s < m) {
@@ -397,6 +454,55 @@ impl Workspace {
         }
     }
 
+    /// `rank` for the whole order with ties by first appearance: sorts u64 keys (the score's
+    /// sort bits with the low bits replaced by the key id) rather than u128, then re-sorts, with
+    /// the full score, each run of keys whose scores agree on every bit but those low ones.
+    fn rank_all(&mut self, p: &RowParams) {
+        let n = self.scores.len() as u64;
+        let bits = (64 - n.leading_zeros()).max(1);
+        let low = (1u64 << bits) - 1;
+        self.page.clear();
+        let mut order = std::mem::take(&mut self.order);
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        for (id, &s) in self.scores.iter().enumerate() {
+            if p.min_score.is_some_and(|m| s < m) {
+                continue;
+            }
+            packed.push((descending_bits(s) & !low) | id as u64);
+        }
+        packed.sort_unstable();
+        let mut start = 0;
+        while start < packed.len() {
+            let head = packed[start] & !low;
+            let mut end = start + 1;
+            while end < packed.len() && packed[end] & !low == head {
+                end += 1;
+            }
+            if end - start > 1 {
+                order.clear();
+                order.extend(packed[start..end].iter().map(|&x| {
+                    let id = (x & low) as usize;
+                    (descending_bits(self.scores[id]) as u128) << 64 | id as u128
+                }));
+                order.sort_unstable();
+                for (slot, &e) in packed[start..end].iter_mut().zip(&order) {
+                    *slot = e as u64; // the id
+                }
+                for slot in &mut packed[start..end] {
+                    *slot &= low;
+                }
+            } else {
+                packed[start] &= low;
+            }
+            start = end;
+        }
+        self.page
+            .extend(packed.iter().skip(p.offset).map(|&id| id as u32));
+        self.order = order;
+        self.packed = packed;
+    }
+
     /// The key ids of the page, best first.
     pub fn page(&self) -> &[u32] {
         &self.page
@@ -415,24 +521,48 @@ impl Workspace {
         self.first_seen[id as usize]
     }
 
-    /// The key's counted occurrences, in scan order (position, then list).
-    pub fn occurrences(&self, id: u32) -> &[Occurrence] {
-        &self.grouped[self.offsets[id as usize] as usize..self.offsets[id as usize + 1] as usize]
+    /// The key's counted occurrences, in scan order (position, then list), appended to `out`.
+    pub fn occurrences_into(&self, id: u32, out: &mut Vec<Occurrence>) {
+        let id = id as usize;
+        if self.dense {
+            let at = id * self.stride;
+            out.extend(
+                self.slot_occurrences[at..at + self.counts[id] as usize]
+                    .iter()
+                    .map(|&(list, position)| Occurrence {
+                        key: id as u32,
+                        list,
+                        position,
+                    }),
+            );
+        } else {
+            out.extend_from_slice(
+                &self.grouped[self.offsets[id] as usize..self.offsets[id + 1] as usize],
+            );
+        }
     }
 
     /// Per list the key is in, ascending: (list, best rank, canonical sum of its contributions
     /// from that list), appended to `out`.
     pub fn per_list(&mut self, id: u32, weights: &[f64], k: f64, out: &mut Vec<(u32, u32, f64)>) {
-        let occs = &self.grouped
-            [self.offsets[id as usize] as usize..self.offsets[id as usize + 1] as usize];
-        self.per_list.clear();
-        self.per_list.extend(occs.iter().map(|o| {
+        let entry = |(list, position): (u32, u32)| {
             (
-                o.list,
-                o.position + 1,
-                contribution(weights[o.list as usize], k, o.position),
+                list,
+                position + 1,
+                contribution(weights[list as usize], k, position),
             )
-        }));
+        };
+        self.per_list.clear();
+        let i = id as usize;
+        if self.dense {
+            let at = i * self.stride;
+            let occs = &self.slot_occurrences[at..at + self.counts[i] as usize];
+            self.per_list.extend(occs.iter().map(|&o| entry(o)));
+        } else {
+            let occs = &self.grouped[self.offsets[i] as usize..self.offsets[i + 1] as usize];
+            self.per_list
+                .extend(occs.iter().map(|o| entry((o.list, o.position))));
+        }
         // Stable: within a list, scan order is ascending rank, so the first is the best.
         self.per_list.sort_by_key(|e| e.0);
         let mut i = 0;
@@ -517,7 +647,7 @@ pub struct Fused {
 }
 
 /// Rows whose total number of entries is below this are fused on the calling thread.
-const PARALLEL_MIN_ENTRIES: usize = 1 << 15;
+const PARALLEL_MIN_ENTRIES: usize = 1 << 13;
 
 /// How many threads a batch of `entries` entries uses, at most `n_threads`.
 pub fn threads_for(entries: usize, n_threads: usize) -> usize {
@@ -918,7 +1048,7 @@ pub fn fuse_queries(
             if trace {
                 out.trace_offsets.push(out.trace.len());
                 let start = out.trace.len();
-                out.trace.extend_from_slice(ws.occurrences(id));
+                ws.occurrences_into(id, &mut out.trace);
                 out.trace[start..].sort_unstable_by_key(|o| (o.list, o.position));
             }
         }
@@ -1102,6 +1232,48 @@ mod tests {
                     assert_eq!(e.kind(), error.kind());
                 }
                 Err(BatchError::Argument(e)) => panic!("unexpected argument error {e}"),
+            }
+        }
+    }
+
+    /// Many lists: the general (not dense) path and, past 64 lists, the set of seen lists.
+    #[test]
+    fn many_lists_equal_rrf() {
+        let mut rng = Rng(99);
+        for n_lists in [9, 64, 65, 70] {
+            for duplicates in [Duplicates::First, Duplicates::Sum, Duplicates::Error] {
+                let rows = 20;
+                let data: Vec<Vec<i64>> = (0..n_lists)
+                    .map(|_| (0..rows * 6).map(|_| rng.below(40) as i64).collect())
+                    .collect();
+                let mats: Vec<IdMatrix> = data
+                    .iter()
+                    .map(|d| IdMatrix::new(d, rows, 6).unwrap())
+                    .collect();
+                let params = Params {
+                    duplicates,
+                    ..Params::default()
+                };
+                let batch = rrf_batch(&mats, &params, -1, false, 1);
+                for q in 0..rows {
+                    let row: Vec<&[i64]> = mats.iter().map(|m| m.row(q)).collect();
+                    match (&batch, rrf_ord(&row, &params)) {
+                        (Ok(out), Ok(hits)) => {
+                            let w = out.width;
+                            assert_eq!(out.counts[q] as usize, hits.len());
+                            for (j, h) in hits.iter().enumerate() {
+                                assert_eq!(out.ids[q * w + j], row[h.list_index][h.position]);
+                                assert_eq!(out.scores[q * w + j].to_bits(), h.score.to_bits());
+                            }
+                        }
+                        (Err(BatchError::Row { row: r, .. }), Err(_)) => {
+                            assert_eq!(*r, q);
+                            break;
+                        }
+                        (Err(BatchError::Row { row: r, .. }), Ok(_)) => assert!(q < *r),
+                        (b, r) => panic!("{:?} vs {:?}", b.as_ref().err(), r.err()),
+                    }
+                }
             }
         }
     }
