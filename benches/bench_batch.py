@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 import pytest
+import rankfusion as rf
+from rankfusion import reference as ref
 from workloads import (
     WORKLOADS,
     entries,
@@ -26,9 +28,6 @@ from workloads import (
     str_queries,
     warm_ranx,
 )
-
-import rankfusion as rf
-from rankfusion import reference as ref
 
 CHECK = 20  # queries compared with the reference
 

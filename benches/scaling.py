@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from workloads import best_of, id_arrays  # noqa: E402
+from workloads import best_of, id_arrays
 
 SIZES = [10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000]
 
@@ -51,7 +51,6 @@ def _status(field: str) -> int:
 def _rss_child(what: str) -> dict:
     """Runs in a fresh process: the extra peak RSS of one call on (iv)."""
     import numpy as np
-
     import rankfusion as rf
     from workloads import WORKLOADS, ranx_runs, str_queries, warm_ranx
 
@@ -63,9 +62,9 @@ def _rss_child(what: str) -> dict:
 
         warm_ranx()
         runs = ranx_runs(str_queries(arrays))
-        call = lambda: fuse(runs, method="rrf")  # noqa: E731
+        call = lambda: fuse(runs, method="rrf")
     else:
-        call = lambda: rf.rrf_batch(arrays)  # noqa: E731
+        call = lambda: rf.rrf_batch(arrays)
     gc.collect()
     Path("/proc/self/clear_refs").write_text("5")
     before = _status("VmRSS")
