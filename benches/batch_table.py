@@ -1,0 +1,224 @@
+"""One run, one table: every implementation on workloads (i)-(iv), the ratios the issue asks for,
+the scaling curve and the peak RSS.
+
+    python benches/batch_table.py                 # everything (~3-5 minutes on 2 cores)
+    python benches/batch_table.py --no-rust       # skip the criterion floor (no cargo)
+    python benches/batch_table.py --no-ranx       # skip ranx
+
+Build the extension in release mode first (`maturin develop --release`). The bare Rust loop is
+criterion's `benches/core.rs`, run here on the very arrays timed from Python (written to a
+temporary folder, RANKFUSION_BENCH_DATA). ranx JIT-compiles on its first call (~10 s): that call
+is made once before any timing and excluded; building ranx's Run objects is not timed either.
+Times are the best of several rounds; the reference and ranx run fewer rounds (they are slow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import numpy as np
+import rankfusion as rf
+import scaling
+from rankfusion import reference as ref
+from rankfusion._core import __file__ as core_file
+from workloads import (
+    WORKLOADS,
+    best_of,
+    cpu_info,
+    entries,
+    have_ranx,
+    id_arrays,
+    numpy_rrf,
+    ranx_runs,
+    str_queries,
+    warm_ranx,
+)
+
+CHECK = 20
+
+
+def matches_batch(result, arrays) -> bool:
+    for q in range(min(CHECK, arrays[0].shape[0])):
+        want = ref.rrf([a[q].tolist() for a in arrays])
+        c = int(result.counts[q])
+        got = list(zip(result.ids[q, :c].tolist(), result.scores[q, :c].tolist()))
+        if got != [(h.key, h.score) for h in want]:
+            return False
+    return True
+
+
+def matches_hits(results, queries) -> bool:
+    return all(
+        [(h.key, h.score) for h in got] == [(h.key, h.score) for h in ref.rrf(q)]
+        for got, q in zip(results[:CHECK], queries[:CHECK])
+    )
+
+
+def rust_floor(data: dict) -> dict:
+    """Mean seconds of criterion's core/<workload>/<threads> on the given arrays."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, arrays in data.items():
+            shape = [arrays[0].shape[0], len(arrays)] + [a.shape[1] for a in arrays]
+            Path(tmp, f"{name}.shape").write_text(" ".join(map(str, shape)))
+            for i, a in enumerate(arrays):
+                Path(tmp, f"{name}_{i}.i64").write_bytes(np.ascontiguousarray(a, "<i8").tobytes())
+        env = dict(os.environ, RANKFUSION_BENCH_DATA=tmp)
+        env.setdefault("CARGO_TARGET_DIR", str(ROOT / "target"))
+        subprocess.run(
+            ["cargo", "bench", "--bench", "core", "--", "--noplot"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        out = {}
+        base = Path(env["CARGO_TARGET_DIR"], "criterion", "core")
+        for name in data:
+            for d in sorted(base.glob(f"{name}/*")):
+                estimates = d / "new" / "estimates.json"
+                if estimates.exists():
+                    mean = json.loads(estimates.read_text())["mean"]["point_estimate"]
+                    out[(name, int(d.name))] = mean / 1e9
+        return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--no-rust", action="store_true")
+    parser.add_argument("--no-ranx", action="store_true")
+    parser.add_argument("--no-scaling", action="store_true")
+    args = parser.parse_args()
+    use_ranx = have_ranx() and not args.no_ranx
+    print(f"# rankfusion batch benchmarks ({cpu_info()})")
+    print(f"# extension: {core_file}")
+    print(f"# load average at start: {os.getloadavg()}")
+    if use_ranx:
+        print(f"# ranx: first call (JIT compilation) {warm_ranx():.1f} s, excluded from timings")
+
+    times: dict = {}
+    ok: dict = {}
+    data = {}
+    for name, (q, n_lists, depth) in WORKLOADS.items():
+        arrays = id_arrays(q, n_lists, depth)
+        queries = str_queries(arrays)
+        data[name] = arrays
+        slow = entries(arrays) > 1e6
+
+        def timed(impl, f, check, repeat=5, name=name):
+            f()  # warm: first-touch memory, pools
+            times[(impl, name)] = best_of(f, repeat=repeat)
+            ok[(impl, name)] = check
+
+        r = rf.rrf_batch(arrays)
+        timed("rrf_batch", lambda: rf.rrf_batch(arrays), matches_batch(r, arrays))  # noqa: B023
+        r1 = rf.rrf_batch(arrays, threads=1)
+        timed(
+            "rrf_batch 1 thread",
+            lambda: rf.rrf_batch(arrays, threads=1),  # noqa: B023
+            matches_batch(r1, arrays),
+        )
+        m = rf.rrf_many(queries)
+        timed("rrf_many (str)", lambda: rf.rrf_many(queries), matches_hits(m, queries), 3)  # noqa: B023
+        loop = [rf.rrf(x) for x in queries]
+        timed(
+            "loop of rrf (str)",
+            lambda: [rf.rrf(x) for x in queries],  # noqa: B023
+            matches_hits(loop, queries),
+            3,
+        )
+        t = time.perf_counter()
+        [ref.rrf(x) for x in queries]
+        times[("reference loop (str)", name)] = time.perf_counter() - t
+        ok[("reference loop (str)", name)] = True
+        uq, uid, sc = numpy_rrf(arrays)
+        want = ref.rrf([a[0].tolist() for a in arrays])
+        np_ok = uid[uq == 0].tolist() == [h.key for h in want] and sc[uq == 0].tolist() == [
+            h.score for h in want
+        ]
+        timed("numpy baseline (int)", lambda: numpy_rrf(arrays), np_ok, 1 if slow else 3)  # noqa: B023
+        if use_ranx:
+            from ranx import fuse
+
+            runs = ranx_runs(queries)
+            t = time.perf_counter()
+            fused = fuse(runs, method="rrf")
+            times[("ranx.fuse rrf (str)", name)] = time.perf_counter() - t
+            got = fused.to_dict()["q0"]
+            ok[("ranx.fuse rrf (str)", name)] = set(got) == {h.key for h in ref.rrf(queries[0])}
+            del runs, fused
+        print(f"# workload ({name}) done; load {os.getloadavg()[0]:.2f}", flush=True)
+
+    floor = {}
+    if not args.no_rust:
+        floor = rust_floor({k: data[k] for k in ("iii", "iv")})
+        for (name, n), secs in floor.items():
+            times[(f"bare Rust loop, {n} thread{'s' * (n > 1)}", name)] = secs
+            ok[(f"bare Rust loop, {n} thread{'s' * (n > 1)}", name)] = True
+
+    impls = list(dict.fromkeys(i for i, _ in times))
+    head = "".join(f"{'(' + n + ') ' + 'x'.join(map(str, WORKLOADS[n])):>24}" for n in WORKLOADS)
+    print()
+    print(f"{'implementation':<28}{head}")
+    for impl in impls:
+        cells = []
+        for name in WORKLOADS:
+            t = times.get((impl, name))
+            if t is None:
+                cells.append(f"{'-':>24}")
+                continue
+            rate = entries(data[name]) / t / 1e6
+            mark = "" if ok[(impl, name)] else "!"
+            cells.append(f"{t * 1e3:>11.3f} ms {rate:>7.1f} M/s{mark:1}")
+        print(f"{impl:<28}{''.join(cells)}")
+    print("(M/s: million input entries per second; ! = result differs from the reference)")
+
+    def ratio(a, b, name):
+        ta, tb = times.get((a, name)), times.get((b, name))
+        return None if ta is None or tb is None else tb / ta
+
+    print("\n# targets (same run)")
+    rows = []
+    r = ratio("rrf_batch", "reference loop (str)", "iii")
+    rows.append(("(iii) rrf_batch vs the reference", r, ">= 100x", r is not None and r >= 100))
+    r = ratio("rrf_batch", "ranx.fuse rrf (str)", "iii")
+    rows.append(("(iii) rrf_batch vs ranx.fuse", r, ">= 300x", r is not None and r >= 300))
+    rate = entries(data["iii"]) / times[("rrf_batch", "iii")] / 1e6
+    rows.append(("(iii) rrf_batch M entries/s", rate, ">= 50", rate >= 50))
+    n_cpu = max((n for (_, n) in floor), default=None)
+    for name in ("iii", "iv"):
+        if n_cpu:
+            bare = f"bare Rust loop, {n_cpu} thread{'s' * (n_cpu > 1)}"
+            r = times[("rrf_batch", name)] / times[(bare, name)]
+            rows.append((f"({name}) rrf_batch / bare Rust loop", r, "<= 1.5", r <= 1.5))
+    r = ratio("rrf_batch", "rrf_batch 1 thread", "iv")
+    rows.append(("(iv) rrf_batch 2 threads vs 1", r, ">= 1.7", r is not None and r >= 1.7))
+    if floor.get(("iv", 1)) and n_cpu and n_cpu > 1:
+        r = floor[("iv", 1)] / floor[("iv", n_cpu)]
+        rows.append(("(iv) bare Rust 2 threads vs 1", r, ">= 1.7", r >= 1.7))
+    for label, value, target, met in rows:
+        shown = "n/a" if value is None else f"{value:.2f}"
+        print(f"{label:<40}{shown:>10}  target {target:<8} {'met' if met else 'NOT met'}")
+
+    if not args.no_scaling:
+        print("\n# cost per entry, Q x 2 x 100, rrf_batch (all threads)")
+        scaling.print_curve(scaling.curve())
+        print()
+        scaling.print_rss(scaling.rss("rrf_batch"))
+    print(f"\n# load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
