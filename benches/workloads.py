@@ -13,6 +13,9 @@ import os
 import sys
 import time
 
+# numpy's OpenBLAS threads spin for a while after a BLAS call and would steal the 2 cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 WORKLOADS = {
@@ -88,13 +91,13 @@ def ranx_runs(queries: list):
 
 
 def warm_ranx():
-    """ranx JIT-compiles (numba) on its first call, ~10 s: done once, outside every timing."""
-    from ranx import Run, fuse
+    """ranx JIT-compiles (numba) on its first calls, ~10-20 s: made here, outside every timing,
+    on a small workload of the same kind (str ids, several queries and lists)."""
+    from ranx import fuse
 
-    a = Run({"q": {"a": 2.0, "b": 1.0}}, name="a")
-    b = Run({"q": {"b": 2.0, "c": 1.0}}, name="b")
     t = time.perf_counter()
-    fuse([a, b], method="rrf")
+    for n_lists in (2, 5):
+        fuse(ranx_runs(str_queries(id_arrays(3, n_lists, 10, seed=99))), method="rrf")
     return time.perf_counter() - t
 
 

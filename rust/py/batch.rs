@@ -444,48 +444,56 @@ pub fn rrf_batch<'py>(
     })
 }
 
-/// Interns exact `str` keys into call-wide tokens (i64), as a dict would identify them (equal
-/// strings are one key), so that queries of strings are fused like queries of ints.
+/// Interns exact `str` keys into per-query tokens (i64), as a dict would identify them (equal
+/// strings are one key), so that queries of strings are fused like queries of ints. Items are
+/// looked at through borrowed pointers into the query's tuples (no reference counting); the
+/// table is emptied for every query, so no pointer outlives the tuples it points into.
 #[derive(Default)]
-struct StrTokens<'py> {
+struct StrTokens {
     table: HashTable<u32>,
     hashes: Vec<isize>,
-    objects: Vec<Bound<'py, PyAny>>,
+    objects: Vec<*mut pyo3::ffi::PyObject>,
     state: foldhash::fast::FixedState,
 }
 
-impl<'py> StrTokens<'py> {
-    fn token(&mut self, key: &Bound<'py, PyAny>) -> PyResult<i64> {
-        let hash = key.hash()?; // cached by str objects
+impl StrTokens {
+    /// `key` must be an exact str, alive while the table holds it; GIL held.
+    unsafe fn token(&mut self, key: *mut pyo3::ffi::PyObject) -> i64 {
+        use pyo3::ffi;
+        // Hashing an exact str never fails (and is cached by the object).
+        let hash = ffi::PyObject_Hash(key);
         let h64 = self.state.hash_one(hash);
         let (hashes, objects) = (&self.hashes, &self.objects);
-        // Exact str == exact str never raises.
+        // Exact str == exact str never raises: RichCompareBool is 1 or 0 (identity first).
         let found = self.table.find(h64, |&id| {
             hashes[id as usize] == hash && {
-                let o = &objects[id as usize];
-                o.is(key) || o.eq(key).unwrap_or(false)
+                let o = objects[id as usize];
+                o == key || ffi::PyObject_RichCompareBool(o, key, ffi::Py_EQ) == 1
             }
         });
         if let Some(&id) = found {
-            return Ok(id as i64);
+            return id as i64;
         }
         let id = self.objects.len() as u32;
         let (state, hashes) = (&self.state, &self.hashes);
         self.table
             .insert_unique(h64, id, |&i| state.hash_one(hashes[i as usize]));
         self.hashes.push(hash);
-        self.objects.push(key.clone());
-        Ok(id as i64)
+        self.objects.push(key);
+        id as i64
     }
 
     /// Like `exact_ints`: tokens for the read part of every list when every item read is an
-    /// exact str, else None.
+    /// exact str, else None. Tokens are those of this query only.
     fn lists(
         &mut self,
-        lists: &[Bound<'py, PyTuple>],
+        lists: &[Bound<'_, PyTuple>],
         weights: &[f64],
         window: Option<usize>,
-    ) -> PyResult<Option<Vec<Vec<i64>>>> {
+    ) -> Option<Vec<Vec<i64>>> {
+        self.table.clear();
+        self.hashes.clear();
+        self.objects.clear();
         let mut out = Vec::with_capacity(lists.len());
         for (list, &w) in lists.iter().zip(weights) {
             if w == 0.0 {
@@ -494,15 +502,18 @@ impl<'py> StrTokens<'py> {
             }
             let n = list.len().min(window.unwrap_or(usize::MAX));
             let mut tokens = Vec::with_capacity(n);
-            for item in list.iter().take(n) {
+            for i in 0..n {
+                // SAFETY: i < len; the tuple keeps the item alive for this query.
+                let item = unsafe { list.get_borrowed_item_unchecked(i) };
                 if !item.is_exact_instance_of::<PyString>() {
-                    return Ok(None);
+                    return None;
                 }
-                tokens.push(self.token(&item)?);
+                // SAFETY: an exact str, alive as long as the tuple; GIL held.
+                tokens.push(unsafe { self.token(item.as_ptr()) });
             }
             out.push(tokens);
         }
-        Ok(Some(out))
+        Some(out)
     }
 }
 
@@ -702,7 +713,7 @@ pub fn rrf_many<'py>(
             let fast = match exact_ints(&args.lists, &plan.weights, params.window) {
                 Some(ints) => Some(ints),
                 None if params.tie_break == TieBreak::BestRank => {
-                    tokens.lists(&args.lists, &plan.weights, params.window)?
+                    tokens.lists(&args.lists, &plan.weights, params.window)
                 }
                 None => None,
             };
