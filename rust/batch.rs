@@ -213,7 +213,6 @@ pub struct Workspace {
     /// occurrences grouped by a counting sort.
     dense: bool,
     stride: usize,
-    counts: Vec<u8>,
     slot_values: Vec<f64>,
     slot_occurrences: Vec<(u32, u32)>,
 }
@@ -237,19 +236,38 @@ impl Workspace {
         normalizer: Option<f64>,
         p: &RowParams,
     ) -> Result<()> {
-        self.scan(rows, weights, p)?;
+        self.fuse_row_with(rows, weights, normalizer, p, None)
+    }
+
+    /// [`Workspace::fuse_row`] with, optionally, every contribution computed in advance:
+    /// `table[list][position] == contribution(weights[list], k, position)` for every position
+    /// read (the same expression, so the same bits).
+    pub fn fuse_row_with(
+        &mut self,
+        rows: &[&[i64]],
+        weights: &[f64],
+        normalizer: Option<f64>,
+        p: &RowParams,
+        table: Option<&[Vec<f64>]>,
+    ) -> Result<()> {
+        self.scan(rows, weights, p, table)?;
         self.score(weights, p.k, normalizer)?;
         self.rank(p);
         Ok(())
     }
 
-    fn scan(&mut self, rows: &[&[i64]], weights: &[f64], p: &RowParams) -> Result<()> {
+    fn scan(
+        &mut self,
+        rows: &[&[i64]],
+        weights: &[f64],
+        p: &RowParams,
+        table: Option<&[Vec<f64>]>,
+    ) -> Result<()> {
         self.keys.clear();
         self.first_seen.clear();
         self.seen_bits.clear();
         self.seen_set.clear();
         self.occurrences.clear();
-        self.counts.clear();
         self.read.clear();
         self.read
             .extend((0..rows.len()).filter(|&i| weights[i] != 0.0));
@@ -270,8 +288,8 @@ impl Workspace {
                 self.slot_values.resize(room, 0.0);
                 self.slot_occurrences.resize(room, (0, 0));
             }
+            return self.scan_dense(rows, weights, p, table, depth);
         }
-        let (k, dense, stride) = (p.k, self.dense, self.stride);
         for position in 0..depth {
             for (slot, &list) in self.read.iter().enumerate() {
                 let row = rows[list];
@@ -288,9 +306,6 @@ impl Workspace {
                     self.first_seen.push((list as u32, position as u32));
                     if bits {
                         self.seen_bits.push(0);
-                    }
-                    if dense {
-                        self.counts.push(0);
                     }
                 }
                 if check {
@@ -313,22 +328,74 @@ impl Workspace {
                         continue;
                     }
                 }
-                if dense {
-                    let c = &mut self.counts[id as usize];
-                    let at = id as usize * stride + *c as usize;
-                    *c += 1;
-                    self.slot_values[at] = contribution(weights[list], k, position as u32);
-                    self.slot_occurrences[at] = (list as u32, position as u32);
-                } else {
-                    self.occurrences.push(Occurrence {
-                        key: id,
-                        list: list as u32,
-                        position: position as u32,
-                    });
-                }
+                self.occurrences.push(Occurrence {
+                    key: id,
+                    list: list as u32,
+                    position: position as u32,
+                });
             }
         }
         Ok(())
+    }
+
+    /// The scan in dense mode: at most 8 lists read, each key counted at most once per list, so
+    /// a key's seen-lists bits also count its contributions (their popcount), and its slots are
+    /// written in place.
+    fn scan_dense(
+        &mut self,
+        rows: &[&[i64]],
+        weights: &[f64],
+        p: &RowParams,
+        table: Option<&[Vec<f64>]>,
+        depth: usize,
+    ) -> Result<()> {
+        let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
+        let (k, stride) = (p.k, self.stride);
+        for position in 0..depth {
+            for (slot, &list) in self.read.iter().enumerate() {
+                let Some(&key) = rows[list].get(position) else {
+                    continue;
+                };
+                if has_pad && key == pad {
+                    continue;
+                }
+                let mask = 1u64 << slot;
+                let next = self.keys.len() as u32;
+                let id = self.ids.get_or_insert(key, next);
+                let at = if id == next {
+                    self.keys.push(key);
+                    self.first_seen.push((list as u32, position as u32));
+                    self.seen_bits.push(mask);
+                    id as usize * stride
+                } else {
+                    let b = &mut self.seen_bits[id as usize];
+                    if *b & mask != 0 {
+                        if p.duplicates == Duplicates::Error {
+                            return Err(Error::DuplicateKey {
+                                list_index: list,
+                                position,
+                            });
+                        }
+                        continue;
+                    }
+                    let at = id as usize * stride + b.count_ones() as usize;
+                    *b |= mask;
+                    at
+                };
+                self.slot_values[at] = match table {
+                    Some(t) => t[list][position],
+                    None => contribution(weights[list], k, position as u32),
+                };
+                self.slot_occurrences[at] = (list as u32, position as u32);
+            }
+        }
+        Ok(())
+    }
+
+    /// In dense mode, how many contributions key `id` has.
+    #[inline]
+    fn dense_count(&self, id: usize) -> usize {
+        self.seen_bits[id].count_ones() as usize
     }
 
     fn score(&mut self, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<()> {
@@ -337,7 +404,8 @@ impl Workspace {
         if self.dense {
             for key in 0..n_keys {
                 let at = key * self.stride;
-                let values = &mut self.slot_values[at..at + self.counts[key] as usize];
+                let n = self.dense_count(key);
+                let values = &mut self.slot_values[at..at + n];
                 let s = match values {
                     [a] => 0.0 + *a,
                     _ => canonical_sum(values),
@@ -527,7 +595,7 @@ impl Workspace {
         if self.dense {
             let at = id * self.stride;
             out.extend(
-                self.slot_occurrences[at..at + self.counts[id] as usize]
+                self.slot_occurrences[at..at + self.dense_count(id)]
                     .iter()
                     .map(|&(list, position)| Occurrence {
                         key: id as u32,
@@ -556,7 +624,7 @@ impl Workspace {
         let i = id as usize;
         if self.dense {
             let at = i * self.stride;
-            let occs = &self.slot_occurrences[at..at + self.counts[i] as usize];
+            let occs = &self.slot_occurrences[at..at + self.dense_count(i)];
             self.per_list.extend(occs.iter().map(|&o| entry(o)));
         } else {
             let occs = &self.grouped[self.offsets[i] as usize..self.offsets[i + 1] as usize];
@@ -727,6 +795,17 @@ pub fn fuse_batch(
     };
 
     let p = RowParams::new(params, Some(pad));
+    // Every contribution a row can count, computed once for all rows.
+    let table: Vec<Vec<f64>> = lists
+        .iter()
+        .zip(&weights)
+        .map(|(l, &w)| {
+            let n = if w == 0.0 { 0 } else { read_cols(l) };
+            (0..n as u32)
+                .map(|pos| contribution(w, params.k, pos))
+                .collect()
+        })
+        .collect();
     let entries = rows.saturating_mul(lists.iter().map(read_cols).sum::<usize>());
     let n_threads = threads_for(entries, n_threads);
     out.n_threads = n_threads;
@@ -742,6 +821,7 @@ pub fn fuse_batch(
         let end = (start + out.chunk_rows).min(rows);
         fuse_chunk(
             lists,
+            &table,
             &weights,
             normalizer,
             &p,
@@ -787,8 +867,10 @@ pub fn fuse_batch(
     Ok(out)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn fuse_chunk(
     lists: &[IdMatrix<'_>],
+    table: &[Vec<f64>],
     weights: &[f64],
     normalizer: Option<f64>,
     p: &RowParams,
@@ -816,7 +898,7 @@ fn fuse_chunk(
         }
         row_lists.clear();
         row_lists.extend(lists.iter().map(|l| l.row(q)));
-        if let Err(error) = ws.fuse_row(&row_lists, weights, normalizer, p) {
+        if let Err(error) = ws.fuse_row_with(&row_lists, weights, normalizer, p, Some(table)) {
             first_error.fetch_min(q, AtomicOrdering::Relaxed);
             let key = match &error {
                 Error::DuplicateKey {

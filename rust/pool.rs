@@ -2,7 +2,7 @@
 //! in a forked child (whose copy of a pool has no threads behind it: using it would hang).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
@@ -17,7 +17,7 @@ static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
 /// How many threads a call may use: `threads` (an upper bound, at most the number of CPUs), or by
 /// default `RAYON_NUM_THREADS` when set to a positive number, else the number of CPUs.
 pub fn resolve_threads(threads: Option<usize>) -> usize {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = cpus();
     match threads {
         Some(n) => n.clamp(1, cpus),
         None => std::env::var("RAYON_NUM_THREADS")
@@ -26,6 +26,12 @@ pub fn resolve_threads(threads: Option<usize>) -> usize {
             .filter(|&n| n > 0)
             .unwrap_or(cpus),
     }
+}
+
+/// The number of CPUs, read once: `available_parallelism` reads cgroup files on every call.
+fn cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 fn pool(n_threads: usize) -> Option<Arc<ThreadPool>> {

@@ -330,3 +330,18 @@ def test_keyword_arguments_are_checked_even_without_queries():
             f([], k=-1)
         with pytest.raises(ValueError, match="^threads must be >= 1"):
             f([], threads=0)
+
+
+def test_rrf_many_across_blocks():
+    # More queries than one block (1024): results and the first error still in query order.
+    queries = [[[q, q + 1, q + 2], [str(q), q + 1]] if q % 3 else [[q, q + 1]] for q in range(3000)]
+    queries += [[["a", "b"], ["b"]]] * 500
+    assert plain(rf.rrf_many(queries, trace=True)) == plain(
+        [rf.rrf(q, trace=True) for q in queries]
+    )
+    bad = list(queries)
+    bad[2500] = [[1, 1]]
+    bad[2900] = [[[]]]
+    for f in (rf.rrf_many, ref.rrf_many):
+        with pytest.raises(ValueError, match=r"^queries\[2500\]: lists\[0\] has the key 1 more"):
+            f(bad, duplicates="error")

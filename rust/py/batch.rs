@@ -694,85 +694,96 @@ pub fn rrf_many<'py>(
     let trace = trace_flag(trace)?;
     let n_threads = thread_count(threads)?;
 
+    // Queries go in blocks, so that each block's objects are still in cache when its hits are
+    // built. Per block:
     // 1. With the GIL: every query's arguments and plan; keys to i64 (exact ints) or tokens
     //    (exact strs); other keys fused right away on rrf's Python-key path. Stops at the first
     //    query that fails.
-    let mut prepared: Vec<Prepared<'py>> = Vec::with_capacity(n_queries);
-    let mut args_of: Vec<(RrfArgs<'py>, Plan)> = Vec::new();
-    let mut rows: Vec<Vec<Vec<i64>>> = Vec::new();
-    let mut tokens = StrTokens::default();
-    let mut failed: Option<(usize, PyErr)> = None;
-    for (q, lists) in queries.iter().enumerate() {
-        let mut step = || -> Result<Prepared<'py>, PyErr> {
-            let s = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
-            let args = query_args(&lists, &params, s, trace)?;
-            let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
-            let Some(plan) = fusion::plan(&lens, &args.params)? else {
-                return Ok(Prepared::Empty);
-            };
-            let fast = match exact_ints(&args.lists, &plan.weights, params.window) {
-                Some(ints) => Some(ints),
-                None if params.tie_break == TieBreak::BestRank => {
-                    tokens.lists(&args.lists, &plan.weights, params.window)
-                }
-                None => None,
-            };
-            if let Some(r) = fast {
-                rows.push(r);
-                args_of.push((args, plan));
-                return Ok(Prepared::Fast(rows.len() - 1));
-            }
-            let fused = fuse(py, &args, &plan).map_err(|e| to_pyerr(e, &args.lists))?;
-            Ok(Prepared::Done(build_hits(py, &args, &plan, &fused)?))
-        };
-        match step() {
-            Ok(p) => prepared.push(p),
-            Err(e) => {
-                failed = Some((q, e));
-                break;
-            }
-        }
-    }
-
     // 2. Without the GIL, in parallel: the int and str queries before the first failure.
+    // 3. The first error in query order, or the block's results.
+    const BLOCK_ENTRIES: usize = 1 << 16;
+    const BLOCK_QUERIES: usize = 1024;
     let row_params = RowParams::new(&params, None);
-    let fast = {
-        let queries: Vec<Query<'_>> = rows
-            .iter()
-            .zip(&args_of)
-            .map(|(r, (_, plan))| Query {
-                lists: r.iter().map(Vec::as_slice).collect(),
-                weights: &plan.weights,
-                normalizer: plan.normalizer,
-            })
-            .collect();
-        py.detach(|| batch::fuse_queries(&queries, &row_params, trace, n_threads))
-    };
-    let (fast_results, fast_error) = fast;
-    if let Some((i, e)) = fast_error {
-        // The fast query's index among all queries: every query before it was prepared.
-        let q = prepared
-            .iter()
-            .position(|p| matches!(p, Prepared::Fast(j) if *j == i))
-            .unwrap_or(0);
-        let err = to_pyerr(BindError::Core(e), &args_of[i].0.lists);
-        return Err(in_query(py, q, err));
-    }
-    if let Some((q, e)) = failed {
-        return Err(in_query(py, q, e));
-    }
-
-    // 3. The results, in query order.
+    let mut tokens = StrTokens::default();
     let out = PyList::empty(py);
-    for p in prepared {
-        match p {
-            Prepared::Empty => out.append(PyList::empty(py))?,
-            Prepared::Done(hits) => out.append(hits)?,
-            Prepared::Fast(i) => {
-                let (args, plan) = &args_of[i];
-                out.append(fast_hits(py, args, plan, &fast_results[i])?)?
+    let mut start = 0;
+    while start < n_queries {
+        let mut prepared: Vec<Prepared<'py>> = Vec::new();
+        let mut args_of: Vec<(RrfArgs<'py>, Plan)> = Vec::new();
+        let mut rows: Vec<Vec<Vec<i64>>> = Vec::new();
+        let mut failed: Option<(usize, PyErr)> = None;
+        let mut entries = 0;
+        let mut q = start;
+        while q < n_queries && entries < BLOCK_ENTRIES && q - start < BLOCK_QUERIES {
+            let lists = queries.get_item(q)?;
+            let mut step = || -> Result<Prepared<'py>, PyErr> {
+                let s = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
+                let args = query_args(&lists, &params, s, trace)?;
+                let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
+                entries += lens.iter().sum::<usize>();
+                let Some(plan) = fusion::plan(&lens, &args.params)? else {
+                    return Ok(Prepared::Empty);
+                };
+                let fast = match exact_ints(&args.lists, &plan.weights, params.window) {
+                    Some(ints) => Some(ints),
+                    None if params.tie_break == TieBreak::BestRank => {
+                        tokens.lists(&args.lists, &plan.weights, params.window)
+                    }
+                    None => None,
+                };
+                if let Some(r) = fast {
+                    rows.push(r);
+                    args_of.push((args, plan));
+                    return Ok(Prepared::Fast(rows.len() - 1));
+                }
+                let fused = fuse(py, &args, &plan).map_err(|e| to_pyerr(e, &args.lists))?;
+                Ok(Prepared::Done(build_hits(py, &args, &plan, &fused)?))
+            };
+            match step() {
+                Ok(p) => prepared.push(p),
+                Err(e) => {
+                    failed = Some((q, e));
+                    break;
+                }
+            }
+            q += 1;
+        }
+
+        let (fast_results, fast_error) = {
+            let fast: Vec<Query<'_>> = rows
+                .iter()
+                .zip(&args_of)
+                .map(|(r, (_, plan))| Query {
+                    lists: r.iter().map(Vec::as_slice).collect(),
+                    weights: &plan.weights,
+                    normalizer: plan.normalizer,
+                })
+                .collect();
+            py.detach(|| batch::fuse_queries(&fast, &row_params, trace, n_threads))
+        };
+        if let Some((i, e)) = fast_error {
+            // The failing query's index: every query of the block before it was prepared.
+            let at = prepared
+                .iter()
+                .position(|p| matches!(p, Prepared::Fast(j) if *j == i))
+                .unwrap_or(0);
+            let err = to_pyerr(BindError::Core(e), &args_of[i].0.lists);
+            return Err(in_query(py, start + at, err));
+        }
+        if let Some((q, e)) = failed {
+            return Err(in_query(py, q, e));
+        }
+        for p in prepared {
+            match p {
+                Prepared::Empty => out.append(PyList::empty(py))?,
+                Prepared::Done(hits) => out.append(hits)?,
+                Prepared::Fast(i) => {
+                    let (args, plan) = &args_of[i];
+                    out.append(fast_hits(py, args, plan, &fast_results[i])?)?
+                }
             }
         }
+        start = q;
     }
     Ok(out)
 }
