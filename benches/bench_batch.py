@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import os
 
+# Before numpy is imported: its OpenBLAS threads would spin on the 2 cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 import pytest
 import rankfusion as rf

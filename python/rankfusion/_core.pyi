@@ -6,7 +6,7 @@ from typing import Any, Optional, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BatchResult", "Contribution", "Hit", "rrf", "rrf_batch", "rrf_many"]
+__all__ = ["BatchResult", "Contribution", "Hit", "_bare_loop", "rrf", "rrf_batch", "rrf_many"]
 
 @final
 class Contribution:
@@ -144,3 +144,8 @@ def rrf_many(
     threads: Optional[int] = None,
 ) -> list[list[Hit]]:
     """``[rrf(lists, **kwargs) for lists in queries]`` in one call, in parallel."""
+
+def _bare_loop(
+    lists: Iterable[Any], *, threads: Optional[int] = None, repeat: int = 1
+) -> list[float]:
+    """Benchmarks only: seconds of each of ``repeat`` bare runs of rrf_batch's Rust loop."""

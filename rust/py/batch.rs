@@ -787,3 +787,49 @@ pub fn rrf_many<'py>(
     }
     Ok(out)
 }
+
+/// For benchmarks: the bare loop of `rrf_batch` (fuse every row and write the output) on
+/// `lists`, run `repeat` times with the GIL released into buffers allocated once; the input is
+/// copied before and nothing is built for Python. Returns the seconds of each run, so that
+/// `benches/batch_table.py` can time the binding and its floor side by side in one process.
+#[pyfunction]
+#[pyo3(signature = (lists, *, threads=None, repeat=1))]
+pub fn _bare_loop(
+    py: Python<'_>,
+    lists: &Bound<'_, PyAny>,
+    threads: Option<Bound<'_, PyAny>>,
+    repeat: usize,
+) -> PyResult<Vec<f64>> {
+    let outer = as_tuple(lists, "lists")?;
+    let arrays = outer
+        .iter()
+        .enumerate()
+        .map(|(i, a)| id_array(&a, &format!("lists[{i}]")))
+        .collect::<PyResult<Vec<_>>>()?;
+    let n_threads = thread_count(threads)?;
+    let matrices = arrays
+        .iter()
+        .map(IdArray::matrix)
+        .collect::<PyResult<Vec<_>>>()?;
+    let params = Params::default();
+    let fused = py.detach(|| batch::fuse_batch(&matrices, &params, -1, false, n_threads))?;
+    let (q, w) = (fused.rows(), fused.width());
+    let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
+    let times = py.detach(|| {
+        (0..repeat)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                let fused = batch::fuse_batch(&matrices, &params, -1, false, n_threads)?;
+                fused.write(Output {
+                    ids: &mut ids,
+                    scores: &mut scores,
+                    counts: &mut counts,
+                    ranks: None,
+                    contributions: None,
+                });
+                Ok(t.elapsed().as_secs_f64())
+            })
+            .collect::<Result<Vec<f64>, batch::BatchError>>()
+    })?;
+    Ok(times)
+}

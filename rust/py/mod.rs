@@ -21,5 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::BatchResult>()?;
     m.add_function(wrap_pyfunction!(batch::rrf_batch, m)?)?;
     m.add_function(wrap_pyfunction!(batch::rrf_many, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::_bare_loop, m)?)?;
     Ok(())
 }
