@@ -9,7 +9,9 @@ Build the extension in release mode first (`maturin develop --release`). The bar
 criterion's `benches/core.rs`, run here on the very arrays timed from Python (written to a
 temporary folder, RANKFUSION_BENCH_DATA). ranx JIT-compiles on its first call (~10 s): that call
 is made once before any timing and excluded; building ranx's Run objects is not timed either.
-Times are the best of several rounds; the reference and ranx run fewer rounds (they are slow).
+Times are the best of several rounds (rrf_batch and the bare loop: 15 rounds, interleaved); ranx
+runs 2 rounds and the reference 1 (they are slow). On a shared machine the load moves during the
+run: the load average is printed before, during and after.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def matches_hits(results, queries) -> bool:
 BARE = ("bare Rust loop, all CPUs", "bare Rust loop, 1 thread")
 
 
-def interleaved(arrays, rounds: int = 7) -> dict:
+def interleaved(arrays, rounds: int = 15) -> dict:
     """Best seconds of rrf_batch and of the bare loop, all CPUs and 1 thread, interleaved."""
     calls = {
         "rrf_batch": lambda: rf.rrf_batch(arrays),
@@ -180,9 +182,12 @@ def main() -> None:
             from ranx import fuse
 
             runs = ranx_runs(queries)
-            t = time.perf_counter()
-            fused = fuse(runs, method="rrf")
-            times[("ranx.fuse rrf (str)", name)] = time.perf_counter() - t
+            best = float("inf")
+            for _ in range(2):  # best of 2: ranx is slow, and the machine's load moves
+                t = time.perf_counter()
+                fused = fuse(runs, method="rrf")
+                best = min(best, time.perf_counter() - t)
+            times[("ranx.fuse rrf (str)", name)] = best
             got = fused.to_dict()["q0"]
             ok[("ranx.fuse rrf (str)", name)] = set(got) == {h.key for h in ref.rrf(queries[0])}
             del runs, fused
