@@ -717,6 +717,9 @@ pub struct Fused {
 /// Rows whose total number of entries is below this are fused on the calling thread.
 const PARALLEL_MIN_ENTRIES: usize = 1 << 13;
 
+/// A parallel chunk holds at least about this many entries.
+const CHUNK_MIN_ENTRIES: usize = 1 << 12;
+
 /// How many threads a batch of `entries` entries uses, at most `n_threads`.
 pub fn threads_for(entries: usize, n_threads: usize) -> usize {
     if entries < PARALLEL_MIN_ENTRIES {
@@ -810,7 +813,11 @@ pub fn fuse_batch(
     let n_threads = threads_for(entries, n_threads);
     out.n_threads = n_threads;
     out.chunk_rows = if n_threads > 1 {
-        rows.div_ceil(n_threads * 8).max(1)
+        // About 8 chunks per thread (for balance), but none below ~4K entries (rayon's cost).
+        let per_row = (entries / rows.max(1)).max(1);
+        rows.div_ceil(n_threads * 8)
+            .max(CHUNK_MIN_ENTRIES.div_ceil(per_row))
+            .max(1)
     } else {
         rows.max(1)
     };
