@@ -187,16 +187,23 @@ impl IdTable {
     }
 }
 
+#[derive(Clone, Copy)]
+struct KeyInfo {
+    key: i64,
+    /// Bit `slot` set: counted in the `slot`-th list read (when at most 64 lists are read).
+    seen: u64,
+    first: (u32, u32),
+}
+
 /// The buffers of one row's fusion, reused from row to row.
 #[derive(Default)]
 pub struct Workspace {
     ids: IdTable,
     read: Vec<usize>,
     /// Key id -> key.
-    keys: Vec<i64>,
-    /// Key id -> (list, position) of its first occurrence in scan order.
-    first_seen: Vec<(u32, u32)>,
-    seen_bits: Vec<u64>,
+    /// Key id -> the key, the lists (slots among the lists read) it was counted in, and its
+    /// first occurrence in scan order: one push per new key.
+    keys: Vec<KeyInfo>,
     seen_set: HashSet<(u32, u32), Hasher>,
     occurrences: Vec<Occurrence>,
     offsets: Vec<u32>,
@@ -264,8 +271,6 @@ impl Workspace {
         table: Option<&[Vec<f64>]>,
     ) -> Result<()> {
         self.keys.clear();
-        self.first_seen.clear();
-        self.seen_bits.clear();
         self.seen_set.clear();
         self.occurrences.clear();
         self.read.clear();
@@ -302,16 +307,16 @@ impl Workspace {
                 let next = self.keys.len() as u32;
                 let id = self.ids.get_or_insert(key, next);
                 if id == next {
-                    self.keys.push(key);
-                    self.first_seen.push((list as u32, position as u32));
-                    if bits {
-                        self.seen_bits.push(0);
-                    }
+                    self.keys.push(KeyInfo {
+                        key,
+                        seen: 0,
+                        first: (list as u32, position as u32),
+                    });
                 }
                 if check {
                     let repeated = if bits {
                         let mask = 1u64 << slot;
-                        let b = &mut self.seen_bits[id as usize];
+                        let b = &mut self.keys[id as usize].seen;
                         let repeated = *b & mask != 0;
                         *b |= mask;
                         repeated
@@ -363,12 +368,14 @@ impl Workspace {
                 let next = self.keys.len() as u32;
                 let id = self.ids.get_or_insert(key, next);
                 let at = if id == next {
-                    self.keys.push(key);
-                    self.first_seen.push((list as u32, position as u32));
-                    self.seen_bits.push(mask);
+                    self.keys.push(KeyInfo {
+                        key,
+                        seen: mask,
+                        first: (list as u32, position as u32),
+                    });
                     id as usize * stride
                 } else {
-                    let b = &mut self.seen_bits[id as usize];
+                    let b = &mut self.keys[id as usize].seen;
                     if *b & mask != 0 {
                         if p.duplicates == Duplicates::Error {
                             return Err(Error::DuplicateKey {
@@ -395,7 +402,7 @@ impl Workspace {
     /// In dense mode, how many contributions key `id` has.
     #[inline]
     fn dense_count(&self, id: usize) -> usize {
-        self.seen_bits[id].count_ones() as usize
+        self.keys[id].seen.count_ones() as usize
     }
 
     fn score(&mut self, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<()> {
@@ -460,7 +467,7 @@ impl Workspace {
     /// Checks a key's score (and normalised score) finite, as `fusion::score` does.
     #[inline]
     fn push_score(&mut self, key: usize, mut s: f64, normalizer: Option<f64>) -> Result<()> {
-        let (list_index, position) = self.first_seen[key];
+        let (list_index, position) = self.keys[key].first;
         if !s.is_finite() {
             return Err(Error::NonFiniteScore {
                 list_index: list_index as usize,
@@ -496,7 +503,7 @@ impl Workspace {
             }
             let tie = match p.tie_break {
                 TieBreak::BestRank => id as u64,
-                TieBreak::Key => flip(self.keys[id]),
+                TieBreak::Key => flip(self.keys[id].key),
             };
             self.order
                 .push((descending_bits(s) as u128) << 64 | tie as u128);
@@ -577,7 +584,7 @@ impl Workspace {
     }
 
     pub fn key(&self, id: u32) -> i64 {
-        self.keys[id as usize]
+        self.keys[id as usize].key
     }
 
     pub fn score_of(&self, id: u32) -> f64 {
@@ -586,7 +593,7 @@ impl Workspace {
 
     /// (list, position) of the key's first occurrence in scan order.
     pub fn first_seen(&self, id: u32) -> (u32, u32) {
-        self.first_seen[id as usize]
+        self.keys[id as usize].first
     }
 
     /// The key's counted occurrences, in scan order (position, then list), appended to `out`.
