@@ -189,6 +189,25 @@ pub fn best_possible_score(weights: &[f64], k: f64) -> Option<f64> {
     }
 }
 
+/// The normaliser of `normalize=True`, or the reference's error when there is none: no positive
+/// weight, or an under- or overflow of extreme weights.
+pub fn normalizer(weights: &[f64], k: f64) -> Result<f64> {
+    let top = best_possible_score(weights, k).ok_or_else(normalize_without_positive_weight)?;
+    if !(top > 0.0 && top.is_finite()) {
+        // Python's str() of the float: 0.0 or inf, never Rust's "0".
+        let shown = if top == 0.0 {
+            "0.0".to_owned()
+        } else {
+            top.to_string()
+        };
+        return Err(Error::value(
+            "normalize",
+            format!("normalize=True: the largest possible score is {shown}"),
+        ));
+    }
+    Ok(top)
+}
+
 pub fn normalize_without_positive_weight() -> Error {
     Error::value(
         "normalize",
@@ -469,16 +488,7 @@ pub fn plan(lens: &[usize], params: &Params) -> Result<Option<Plan>> {
         return Ok(None);
     }
     let normalizer = if params.normalize {
-        let top = best_possible_score(&weights, params.k)
-            .ok_or_else(normalize_without_positive_weight)?;
-        if !(top > 0.0 && top.is_finite()) {
-            // Under- or overflow of extreme weights.
-            return Err(Error::value(
-                "normalize",
-                format!("normalize=True: the largest possible score is {top}"),
-            ));
-        }
-        Some(top)
+        Some(normalizer(&weights, params.k)?)
     } else {
         None
     };

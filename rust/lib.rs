@@ -3,6 +3,7 @@
 //! The algorithms know nothing of Python; the `python` feature adds the PyO3 binding layer
 //! (`py`), the only module that imports pyo3.
 
+pub mod batch;
 pub mod error;
 pub mod fusion;
 pub mod pool;

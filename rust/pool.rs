@@ -1,56 +1,104 @@
-//! The thread pool of the parallel loops, safe across `fork()`.
-//!
-//! rayon's global pool lives as long as the process: after a `fork()` (Python's `multiprocessing`
-//! default on Linux) the child inherits the pool's bookkeeping but none of its threads, so the
-//! first parallel loop in the child waits forever. [`install`] runs work in a pool owned by the
-//! current process instead: created lazily, and created afresh when the process id has changed.
-//! The lookup is lock-free, so a fork that happens while another thread holds it cannot leave
-//! the child with a held lock.
+//! The thread pools of the batched functions: created lazily, one per thread count, and forgotten
+//! in a forked child (whose copy of a pool has no threads behind it: using it would hang).
 
-use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
-struct Owned {
+struct Pools {
+    /// The process that created the pools: a fork changes the pid, and the child starts afresh.
     pid: u32,
-    pool: ThreadPool,
+    by_size: HashMap<usize, Arc<ThreadPool>>,
 }
 
-static POOL: AtomicPtr<Owned> = AtomicPtr::new(ptr::null_mut());
+static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
 
-/// The pool of this process, if one can be built.
-fn pool() -> Option<&'static ThreadPool> {
-    let pid = std::process::id();
-    loop {
-        let current = POOL.load(Ordering::Acquire);
-        // SAFETY: a non-null pointer in POOL comes from Box::into_raw and is never freed: a pool
-        // replaced after a fork is leaked on purpose (its threads do not exist in this process,
-        // so it can neither be used nor dropped).
-        if let Some(owned) = unsafe { current.as_ref() } {
-            if owned.pid == pid {
-                return Some(&owned.pool);
-            }
-        }
-        let pool = ThreadPoolBuilder::new().build().ok()?;
-        let fresh = Box::into_raw(Box::new(Owned { pid, pool }));
-        if POOL
-            .compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            // Another thread installed a pool first: drop ours (its threads are alive here).
-            // SAFETY: `fresh` was never shared.
-            drop(unsafe { Box::from_raw(fresh) });
-        }
+/// How many threads a call may use: `threads` (an upper bound, at most the number of CPUs), or by
+/// default `RAYON_NUM_THREADS` when set to a positive number, else the number of CPUs.
+pub fn resolve_threads(threads: Option<usize>) -> usize {
+    let cpus = cpus();
+    match threads {
+        Some(n) => n.clamp(1, cpus),
+        None => std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(cpus),
     }
 }
 
-/// Runs `op` in this process's pool: the parallel iterators inside it use that pool. When no pool
-/// can be built (threads cannot be spawned), `op` runs on the calling thread and its parallel
-/// iterators fall back to rayon's global pool.
+/// The number of CPUs, read once: `available_parallelism` reads cgroup files on every call.
+fn cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn pool(n_threads: usize) -> Option<Arc<ThreadPool>> {
+    let pid = std::process::id();
+    // A poisoned lock only means a panic elsewhere while it was held; the map is still sound.
+    let mut guard = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.as_ref().is_some_and(|p| p.pid != pid) {
+        // A forked child: the parent's pools have no threads here. Dropping them would try to
+        // signal those threads, so they are leaked on purpose (once per fork).
+        std::mem::forget(guard.take());
+    }
+    let pools = guard.get_or_insert_with(|| Pools {
+        pid,
+        by_size: HashMap::new(),
+    });
+    if let Some(p) = pools.by_size.get(&n_threads) {
+        return Some(Arc::clone(p));
+    }
+    let built = ThreadPoolBuilder::new()
+        .num_threads(n_threads)
+        .thread_name(|i| format!("rankfusion-{i}"))
+        .build()
+        .ok()?;
+    let built = Arc::new(built);
+    pools.by_size.insert(n_threads, Arc::clone(&built));
+    Some(built)
+}
+
+/// Runs `f(true)` on a pool of `n_threads` threads (rayon's parallel iterators inside it use that
+/// pool), or `f(false)` on the calling thread when `n_threads <= 1` or no pool can be built: `f`
+/// must then work sequentially, so that rayon's global pool is never used.
+pub fn run<R: Send>(n_threads: usize, f: impl FnOnce(bool) -> R + Send) -> R {
+    if n_threads > 1 {
+        if let Some(p) = pool(n_threads) {
+            return p.install(|| f(true));
+        }
+    }
+    f(false)
+}
+
+/// Runs `op` in this process's pool of the default size (`resolve_threads(None)`): the parallel
+/// iterators inside it use that pool, never rayon's global one (which would hang after a fork).
+/// When no pool can be built, `op` runs on the calling thread.
 pub fn install<R: Send>(op: impl FnOnce() -> R + Send) -> R {
-    match pool() {
-        Some(pool) => pool.install(op),
+    match pool(resolve_threads(None)) {
+        Some(p) => p.install(op),
         None => op(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_are_bounded() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(resolve_threads(Some(1)), 1);
+        assert_eq!(resolve_threads(Some(0)), 1);
+        assert_eq!(resolve_threads(Some(10_000)), cpus);
+    }
+
+    #[test]
+    fn pools_run_with_their_size() {
+        if resolve_threads(Some(2)) == 2 {
+            assert_eq!(run(2, |_| rayon::current_num_threads()), 2);
+        }
+        assert!(!run(1, |parallel| parallel));
     }
 }

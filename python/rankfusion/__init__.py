@@ -5,9 +5,17 @@ functions in plain Python: the executable specification the core is tested again
 """
 
 from . import _reference as reference
-from ._core import Contribution, Hit, rrf
+from ._core import BatchResult, Contribution, Hit, rrf, rrf_batch, rrf_many
 
-__all__ = ["Contribution", "Hit", "reference", "rrf"]
+__all__ = [
+    "BatchResult",
+    "Contribution",
+    "Hit",
+    "reference",
+    "rrf",
+    "rrf_batch",
+    "rrf_many",
+]
 __version__ = "0.1.0"
 
 # --- Candidate revalidation and hybrid search --------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Any, Optional, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Contribution", "Hit", "rrf"]
+__all__ = ["BatchResult", "Contribution", "Hit", "_bare_loop", "rrf", "rrf_batch", "rrf_many"]
 
 @final
 class Contribution:
@@ -177,3 +177,78 @@ def revalidate_batch(
     """The live candidates of Q queries at once: ONE ``is_live`` call for the whole batch."""
 
 # --- end of Candidate revalidation ----------------------------------------------------------------
+
+# --- Batched fusion ----------------------------------------------------------------------------
+
+@final
+class BatchResult:
+    """The result of ``rrf_batch``: unpacks as ``ids, scores, counts``."""
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        """(Q, W) int64, padded with the pad value."""
+    @property
+    def scores(self) -> npt.NDArray[np.float64]:
+        """(Q, W) float64, padded with NaN."""
+    @property
+    def counts(self) -> npt.NDArray[np.int64]:
+        """(Q,) int64: the number of real hits of each row."""
+    @property
+    def ranks(self) -> Optional[npt.NDArray[np.int32]]:
+        """(Q, W, L) int32 with trace=True: the hit's best rank in list l, 0 where absent."""
+    @property
+    def contributions(self) -> Optional[npt.NDArray[np.float64]]:
+        """(Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 if absent."""
+    def __new__(
+        cls,
+        ids: Any,
+        scores: Any,
+        counts: Any,
+        ranks: Any = None,
+        contributions: Any = None,
+    ) -> BatchResult: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> Any: ...
+    def __iter__(self) -> Iterator[Any]: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+def rrf_batch(
+    lists: Iterable[Any],
+    *,
+    pad: int = -1,
+    k: float = 60,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: Optional[int] = None,
+    min_score: Optional[float] = None,
+    normalize: bool = False,
+    trace: bool = False,
+    threads: Optional[int] = None,
+) -> BatchResult:
+    """RRF of Q queries at once over 2-D integer id arrays (Q, N_i) padded with ``pad``."""
+
+def rrf_many(
+    queries: Iterable[Iterable[Iterable[Hashable]]],
+    *,
+    k: float = 60,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: Optional[int] = None,
+    min_score: Optional[float] = None,
+    normalize: bool = False,
+    scores: Optional[Sequence[Any]] = None,
+    trace: bool = False,
+    threads: Optional[int] = None,
+) -> list[list[Hit]]:
+    """``[rrf(lists, **kwargs) for lists in queries]`` in one call, in parallel."""
+
+def _bare_loop(
+    lists: Iterable[Any], *, threads: Optional[int] = None, repeat: int = 1
+) -> list[float]:
+    """Benchmarks only: seconds of each of ``repeat`` bare runs of rrf_batch's Rust loop."""

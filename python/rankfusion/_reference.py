@@ -17,6 +17,8 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
+import numpy as np
+
 __all__ = ["Contribution", "Hit", "rrf"]
 
 DUPLICATES = ("first", "sum", "error")
@@ -521,3 +523,285 @@ def revalidate_batch(
 
 
 # === end of Candidate revalidation ===============================================================
+
+
+# ==============================================================================================
+# Batched fusion: rrf_batch over (queries x candidates) id arrays, rrf_many over many queries.
+# SPEC.md, "Batched fusion over arrays". Everything above this line is untouched by this section.
+# ==============================================================================================
+
+__all__ += ["BatchResult", "rrf_batch", "rrf_many"]
+
+
+@dataclass(frozen=True, eq=False)
+class BatchResult:
+    """The result of ``rrf_batch``; unpacks as ``ids, scores, counts``.
+
+    ``ids`` (Q, W) int64 padded with the pad value, ``scores`` (Q, W) float64 padded with NaN,
+    ``counts`` (Q,) int64 real hits per row. With ``trace=True``: ``ranks`` (Q, W, L) int32, the
+    best (first counted) rank of the hit in list l, 0 where absent, and ``contributions``
+    (Q, W, L) float64, the canonical sum of the hit's contributions from list l (its one
+    contribution unless duplicates="sum"), 0.0 where absent; both None otherwise.
+    """
+
+    ids: Any
+    scores: Any
+    counts: Any
+    ranks: Any = None
+    contributions: Any = None
+
+    def __iter__(self):
+        return iter((self.ids, self.scores, self.counts))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, index):
+        return (self.ids, self.scores, self.counts)[index]
+
+
+def _int64(value: Any, name: str) -> int:
+    """An integer (anything with __index__, not bool) that fits in int64."""
+    n = _integer(value, name, -(2**63))
+    if n > 2**63 - 1:
+        raise ValueError(f"{name} must fit in int64, got {n}")
+    return n
+
+
+def _id_matrix(value: Any, name: str) -> Any:
+    """A 2-D integer array whose dtype widens to int64 without loss, as an int64 copy.
+
+    Not an ndarray: converted by ``numpy.asarray`` (a ragged nesting is a ValueError). Accepted
+    dtypes: int8..int64 and uint8..uint32 (uint64 and bool are not: a TypeError), any layout.
+    """
+    if not isinstance(value, np.ndarray):
+        try:
+            value = np.asarray(value)
+        except ValueError as e:
+            raise ValueError(f"{name} is not a 2-D integer array: {e}") from None
+    dtype = value.dtype
+    if dtype.kind not in "iu" or not np.can_cast(dtype, np.int64, casting="safe"):
+        raise TypeError(f"{name} must be an integer array that widens to int64, got dtype {dtype}")
+    if value.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array (queries, candidates), got shape {value.shape}"
+        )
+    return value.astype(np.int64)
+
+
+def _fuse_row(rows, pad, k, weights, window, duplicates, tie_break, normalize) -> list:
+    """``rrf`` on one row of every list (``rows[i]``, Python ints), where a pad entry is a hole:
+    never a key, and skipping it does not shift the ranks behind it. Returns (key, score,
+    contributions) triples in rrf's order (offset, limit, min_score are applied by the caller)."""
+    if all(x == pad for row in rows for x in row):
+        return []  # only pads (or no columns): empty input, no hits, never an error
+    n = len(rows)
+    if normalize:  # the same rule and messages as rrf
+        if not any(w > 0 for w in weights):
+            raise ValueError("normalize=True needs at least one list with a positive weight")
+        best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
+        if not (best_possible > 0 and math.isfinite(best_possible)):
+            raise ValueError(f"normalize=True: the largest possible score is {best_possible}")
+    read = [i for i in range(n) if weights[i] != 0]
+    depth = max((len(rows[i]) for i in read), default=0)
+    if window is not None:
+        depth = min(depth, window)
+    found: dict = {}  # key -> list of Contribution, in first-appearance order
+    for position in range(depth):
+        rank = position + 1
+        for i in read:
+            if position >= len(rows[i]) or rows[i][position] == pad:
+                continue
+            key = rows[i][position]
+            contributions = found.setdefault(key, [])
+            if duplicates != "sum" and any(c.list_index == i for c in contributions):
+                if duplicates == "error":
+                    raise ValueError(f"lists[{i}] has the key {key!r} more than once (rank {rank})")
+                continue
+            contributions.append(Contribution(i, rank, weights[i], weights[i] / (k + rank)))
+    hits = []  # (sum, (key, score, contributions))
+    for key, contributions in found.items():
+        total = canonical_sum(c.contribution for c in contributions)
+        if not math.isfinite(total):
+            raise ValueError(f"the score of key {key!r} is not finite ({total}): weights too large")
+        score = total
+        if normalize:
+            score = total / best_possible
+            if not math.isfinite(score):
+                raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
+        hits.append((total, (key, score, contributions)))
+    # As in rrf: ordered by the sums (normalising never reorders); the sort is stable, so ties
+    # stay in first-appearance order, or are sorted by key with tie_break="key".
+    hits.sort(key=lambda pair: -pair[0])
+    if tie_break == "key":
+        groups = itertools.groupby(hits, key=lambda pair: pair[0])
+        hits = [pair for _, group in groups for pair in sorted(group, key=lambda p: p[1][0])]
+    return [hit for _, hit in hits]
+
+
+def rrf_batch(
+    lists: Iterable[Any],
+    *,
+    pad: int = -1,
+    k: float = 60,
+    weights: Sequence[float] | None = None,
+    window: int | None = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: int | None = None,
+    min_score: float | None = None,
+    normalize: bool = False,
+    trace: bool = False,
+    threads: int | None = None,
+) -> BatchResult:
+    """RRF of Q queries at once: row q of the result is ``rrf`` of row q of every list.
+
+    Each list is a 2-D integer array (Q, N_i); an entry equal to ``pad`` is skipped without
+    shifting ranks. Width W: with limit=None the largest count of any row; with a limit,
+    min(limit, cap) where cap = sum of min(N_i, window) over the lists of non-zero weight (the most
+    keys a row can hold). An error in row q is raised as "row q: <rrf's message>", the first row
+    in order that has one. ``threads`` only bounds the parallelism of the core; here it is checked.
+    """
+    # 1. Arguments, in signature order.
+    arrays = []
+    for i, value in enumerate(_as_list(lists, "lists")):
+        array = _id_matrix(value, f"lists[{i}]")
+        if arrays and array.shape[0] != arrays[0].shape[0]:
+            raise ValueError(
+                f"lists[{i}] has {array.shape[0]} rows (queries), lists[0] has {arrays[0].shape[0]}"
+            )
+        arrays.append(array)
+    n = len(arrays)
+    n_queries = arrays[0].shape[0] if arrays else 0
+    pad = _int64(pad, "pad")
+    k = _real(k, "k")
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k!r}")
+    if weights is None:
+        weights = [1.0] * n
+    else:
+        weights = _as_list(weights, "weights")
+        if len(weights) != n:
+            raise ValueError(f"weights has {len(weights)} values for {n} lists")
+        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(weights)]
+    if window is not None:
+        window = _integer(window, "window", 1)
+    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
+    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
+    offset = _integer(offset, "offset", 0)
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+    if min_score is not None:
+        min_score = _real(min_score, "min_score")
+    normalize = _flag(normalize, "normalize")
+    trace = _flag(trace, "trace")
+    if threads is not None:
+        _integer(threads, "threads", 1)
+
+    # 2. Every row on its own, in order; the first error wins.
+    pages = []
+    for q in range(n_queries):
+        rows = [a[q].tolist() for a in arrays]
+        try:
+            hits = _fuse_row(rows, pad, k, weights, window, duplicates, tie_break, normalize)
+        except ValueError as e:
+            raise ValueError(f"row {q}: {e}") from None
+        if min_score is not None:
+            hits = [h for h in hits if h[1] >= min_score]
+        end = None if limit is None else offset + limit
+        pages.append(hits[offset:end])
+
+    # 3. The arrays.
+    if limit is None:
+        width = max((len(p) for p in pages), default=0)
+    else:
+        cap = sum(min(a.shape[1], window or a.shape[1]) for a, w in zip(arrays, weights) if w != 0)
+        width = min(limit, cap)
+    ids = np.full((n_queries, width), pad, dtype=np.int64)
+    scores = np.full((n_queries, width), np.nan, dtype=np.float64)
+    counts = np.array([len(p) for p in pages], dtype=np.int64)
+    ranks = np.zeros((n_queries, width, n), dtype=np.int32) if trace else None
+    contributions = np.zeros((n_queries, width, n), dtype=np.float64) if trace else None
+    for q, page in enumerate(pages):
+        for j, (key, score, contribs) in enumerate(page):
+            ids[q, j] = key
+            scores[q, j] = score
+            if trace:
+                for i in range(n):
+                    mine = [c for c in contribs if c.list_index == i]
+                    if mine:
+                        ranks[q, j, i] = mine[0].rank  # the first counted = the best rank
+                        contributions[q, j, i] = canonical_sum(c.contribution for c in mine)
+    return BatchResult(ids, scores, counts, ranks, contributions)
+
+
+def rrf_many(
+    queries: Iterable[Iterable[Iterable[Hashable]]],
+    *,
+    k: float = 60,
+    weights: Sequence[float] | None = None,
+    window: int | None = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: int | None = None,
+    min_score: float | None = None,
+    normalize: bool = False,
+    scores: Sequence[Any] | None = None,
+    trace: bool = False,
+    threads: int | None = None,
+) -> list:
+    """``[rrf(lists, **kwargs) for lists in queries]``, with the keyword arguments checked once.
+
+    ``weights`` applies to every query (one per list: a query with another number of lists is a
+    ValueError); ``scores``, when given, holds one entry per query, passed as that query's
+    ``scores``. A TypeError/ValueError of query q reads "queries[q]: <rrf's message>"; exceptions
+    raised by the keys themselves (their __hash__ or __eq__) propagate unchanged.
+    """
+    queries = _as_list(queries, "queries")
+    k = _real(k, "k")
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k!r}")
+    if weights is not None:
+        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(_as_list(weights, "weights"))]
+    if window is not None:
+        window = _integer(window, "window", 1)
+    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
+    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
+    offset = _integer(offset, "offset", 0)
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+    if min_score is not None:
+        min_score = _real(min_score, "min_score")
+    normalize = _flag(normalize, "normalize")
+    if scores is not None:
+        scores = _as_list(scores, "scores")
+        if len(scores) != len(queries):
+            raise ValueError(f"scores has {len(scores)} entries for {len(queries)} queries")
+    trace = _flag(trace, "trace")
+    if threads is not None:
+        _integer(threads, "threads", 1)
+    results = []
+    for q, lists in enumerate(queries):
+        try:
+            hits = rrf(
+                lists,
+                k=k,
+                weights=weights,
+                window=window,
+                duplicates=duplicates,
+                tie_break=tie_break,
+                offset=offset,
+                limit=limit,
+                min_score=min_score,
+                normalize=normalize,
+                scores=None if scores is None else scores[q],
+                trace=trace,
+            )
+        except (TypeError, ValueError) as e:
+            if type(e) not in (TypeError, ValueError):
+                raise  # raised by a key (or a list's iterator): unchanged
+            raise type(e)(f"queries[{q}]: {e}") from None
+        results.append(hits)
+    return results

@@ -193,3 +193,26 @@ pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
         ))),
     }
 }
+
+/// An integer (anything with `__index__`, not bool) that fits in int64, like the reference's
+/// `_int64`.
+pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+    let py = value.py();
+    // SAFETY: a valid object pointer, GIL held.
+    let has_index = unsafe { ffi::PyIndex_Check(value.as_ptr()) } != 0;
+    if value.is_instance_of::<PyBool>() || !has_index {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, got {}",
+            describe(value)
+        )));
+    }
+    // SAFETY: as above; PyNumber_Index returns a new reference or NULL with an exception set.
+    let n = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))? };
+    n.extract::<i64>().map_err(|_| {
+        if n.lt(0).unwrap_or(false) {
+            PyValueError::new_err(format!("{name} must be >= {}, got {}", i64::MIN, repr(&n)))
+        } else {
+            PyValueError::new_err(format!("{name} must fit in int64, got {}", repr(&n)))
+        }
+    })
+}

@@ -64,3 +64,9 @@ pub fn to_pyerr(err: BindError, lists: &[Bound<'_, PyTuple>]) -> PyErr {
         }
     }
 }
+
+impl From<crate::batch::BatchError> for PyErr {
+    fn from(e: crate::batch::BatchError) -> PyErr {
+        exception(e.error().kind(), e.message())
+    }
+}

@@ -5,6 +5,7 @@
 //! with the GIL released where no Python object is touched, and builds the Python results.
 
 mod args;
+mod batch;
 mod errors;
 mod keys;
 mod results;
@@ -24,5 +25,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(revalidate::revalidate, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::pool_size, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate_batch, m)?)?;
+    m.add_class::<batch::BatchResult>()?;
+    m.add_function(wrap_pyfunction!(batch::rrf_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::rrf_many, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::_bare_loop, m)?)?;
     Ok(())
 }

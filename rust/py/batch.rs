@@ -1,0 +1,865 @@
+//! `rrf_batch` (numpy id matrices) and `rrf_many` (many queries of any keys): argument checks in
+//! the reference's order, the pure-Rust batch core (`crate::batch`) with the GIL released and on
+//! `threads` threads, and the results.
+//!
+//! Input arrays: a native int64, C-contiguous, aligned array is copied (one memcpy) while the GIL
+//! is held; any other accepted array is converted by numpy (`astype(int64, order="C")`) into a new
+//! array that nobody else can see, which is then only read. Either way the core, which runs with
+//! the GIL released, reads memory that no other Python thread can write to, so a thread mutating
+//! an input array meanwhile cannot corrupt the call (a read-only borrow would not stop it: numpy
+//! does not consult rust-numpy's borrow flags). The output arrays are allocated by numpy (so an
+//! impossible size is numpy's MemoryError) and filled with the GIL released.
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use numpy::{
+    PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray2,
+    PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use super::args::{as_tuple, choice, flag, int64, integer, real, Arg};
+use super::errors::{to_pyerr, BindError};
+use super::keys::exact_ints;
+use super::results::{Contribution, Hit};
+use super::rrf::{build_hits, fuse, RrfArgs};
+use crate::batch::{self, IdMatrix, Output, Query, QueryHits, RowParams};
+use crate::fusion::{self, Duplicates, Params, Plan, TieBreak};
+use crate::pool;
+
+/// The result of `rrf_batch`. Unpacks as `ids, scores, counts`.
+#[pyclass(frozen, module = "rankfusion._core")]
+pub struct BatchResult {
+    /// (Q, W) int64, padded with the pad value.
+    #[pyo3(get)]
+    ids: Py<PyAny>,
+    /// (Q, W) float64, padded with NaN.
+    #[pyo3(get)]
+    scores: Py<PyAny>,
+    /// (Q,) int64: the number of real hits of each row.
+    #[pyo3(get)]
+    counts: Py<PyAny>,
+    /// (Q, W, L) int32 with trace=True: the hit's best rank in list l, 0 where absent.
+    #[pyo3(get)]
+    ranks: Option<Py<PyAny>>,
+    /// (Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 where absent.
+    #[pyo3(get)]
+    contributions: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl BatchResult {
+    #[new]
+    #[pyo3(signature = (ids, scores, counts, ranks=None, contributions=None))]
+    fn new(
+        ids: Py<PyAny>,
+        scores: Py<PyAny>,
+        counts: Py<PyAny>,
+        ranks: Option<Py<PyAny>>,
+        contributions: Option<Py<PyAny>>,
+    ) -> Self {
+        BatchResult {
+            ids,
+            scores,
+            counts,
+            ranks,
+            contributions,
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        3
+    }
+
+    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
+        match index {
+            0 | -3 => Ok(self.ids.clone_ref(py)),
+            1 | -2 => Ok(self.scores.clone_ref(py)),
+            2 | -1 => Ok(self.counts.clone_ref(py)),
+            _ => Err(pyo3::exceptions::PyIndexError::new_err(
+                "BatchResult index out of range",
+            )),
+        }
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        (
+            self.ids.clone_ref(py),
+            self.scores.clone_ref(py),
+            self.counts.clone_ref(py),
+        )
+            .into_pyobject(py)?
+            .try_iter()
+            .map(|it| it.into_any())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let opt = |o: &Option<Py<PyAny>>| -> PyResult<String> {
+            Ok(match o {
+                Some(a) => a.bind(py).repr()?.to_string(),
+                None => "None".into(),
+            })
+        };
+        Ok(format!(
+            "BatchResult(ids={}, scores={}, counts={}, ranks={}, contributions={})",
+            self.ids.bind(py).repr()?,
+            self.scores.bind(py).repr()?,
+            self.counts.bind(py).repr()?,
+            opt(&self.ranks)?,
+            opt(&self.contributions)?
+        ))
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let r = slf.get();
+        let args = (
+            r.ids.clone_ref(py),
+            r.scores.clone_ref(py),
+            r.counts.clone_ref(py),
+            r.ranks.as_ref().map(|a| a.clone_ref(py)),
+            r.contributions.as_ref().map(|a| a.clone_ref(py)),
+        );
+        (slf.get_type(), args).into_pyobject(py)
+    }
+}
+
+fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    NUMPY
+        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))
+        .map(|m| m.bind(py))
+}
+
+/// The ids of one list, readable with the GIL released and by no one else writable.
+enum Ids<'py> {
+    /// A copy of the caller's int64 array.
+    Copied(Vec<i64>),
+    /// A new int64 array made by numpy from the caller's (other dtype or layout).
+    Converted(PyReadonlyArray2<'py, i64>),
+}
+
+struct IdArray<'py> {
+    ids: Ids<'py>,
+    rows: usize,
+    cols: usize,
+}
+
+impl IdArray<'_> {
+    fn matrix(&self) -> PyResult<IdMatrix<'_>> {
+        let data = match &self.ids {
+            Ids::Copied(v) => v.as_slice(),
+            Ids::Converted(a) => a
+                .as_slice()
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+        };
+        IdMatrix::new(data, self.rows, self.cols)
+            .ok_or_else(|| PyRuntimeError::new_err("an id array does not match its shape"))
+    }
+}
+
+/// A copy of `ids`. A large buffer is marked for transparent huge pages before it is first
+/// touched (as numpy does for its own arrays): fresh memory costs a page fault per 4 KiB page
+/// otherwise, a sizeable part of the copy.
+fn copy_ids(ids: &[i64]) -> Vec<i64> {
+    let mut copy: Vec<i64> = Vec::with_capacity(ids.len());
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(ids);
+        if bytes >= 2 * HUGE {
+            let start = copy.as_mut_ptr() as usize;
+            let aligned = start.next_multiple_of(HUGE);
+            let end = (start + bytes) / HUGE * HUGE;
+            if end > aligned {
+                // SAFETY: the range lies inside the buffer just allocated; madvise only gives
+                // the kernel a hint about it, and its failure is harmless.
+                unsafe {
+                    libc::madvise(
+                        aligned as *mut libc::c_void,
+                        end - aligned,
+                        libc::MADV_HUGEPAGE,
+                    );
+                }
+            }
+        }
+    }
+    copy.extend_from_slice(ids);
+    copy
+}
+
+/// A 2-D integer array whose dtype widens to int64 without loss (int8..int64, uint8..uint32),
+/// like the reference's `_id_matrix`: not an ndarray -> `numpy.asarray`; a wrong dtype is a
+/// TypeError, a wrong number of dimensions a ValueError.
+fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<'py>> {
+    let py = value.py();
+    let array = match value.cast::<PyUntypedArray>() {
+        Ok(a) => a.clone(),
+        Err(_) => match numpy(py)?.call_method1("asarray", (value,)) {
+            Ok(a) => a.cast_into::<PyUntypedArray>()?,
+            Err(e) if e.is_instance_of::<PyValueError>(py) => {
+                return Err(PyValueError::new_err(format!(
+                    "{name} is not a 2-D integer array: {}",
+                    e.value(py)
+                )))
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    let dtype = array.dtype();
+    let (kind, size) = (dtype.kind(), dtype.itemsize());
+    if !((kind == b'i' && size <= 8) || (kind == b'u' && size <= 4)) {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an integer array that widens to int64, got dtype {}",
+            dtype.str()?
+        )));
+    }
+    if array.ndim() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a 2-D array (queries, candidates), got shape {}",
+            array.getattr("shape")?.repr()?
+        )));
+    }
+    let (rows, cols) = (array.shape()[0], array.shape()[1]);
+    let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));
+    if native && array.is_c_contiguous() && array.is_aligned() {
+        let typed = array.cast::<PyArray2<i64>>()?;
+        let ro = typed
+            .try_readonly()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let copy = copy_ids(
+            ro.as_slice()
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+        );
+        return Ok(IdArray {
+            ids: Ids::Copied(copy),
+            rows,
+            cols,
+        });
+    }
+    let int64 = numpy(py)?.getattr("int64")?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("order", "C")?;
+    let converted = array
+        .call_method("astype", (int64,), Some(&kwargs))?
+        .cast_into::<PyArray2<i64>>()?;
+    let ro = converted
+        .try_readonly()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok(IdArray {
+        ids: Ids::Converted(ro),
+        rows,
+        cols,
+    })
+}
+
+/// The keyword arguments rrf_batch and rrf_many share with rrf (k .. normalize), checked in the
+/// reference's order. `n_lists`: the number of lists `weights` must match (rrf_batch), or None
+/// when it is checked per query (rrf_many).
+#[allow(clippy::too_many_arguments)]
+fn shared_params(
+    k: Arg<'_>,
+    weights: Option<Bound<'_, PyAny>>,
+    n_lists: Option<usize>,
+    window: Option<Bound<'_, PyAny>>,
+    duplicates: Arg<'_>,
+    tie_break: Arg<'_>,
+    offset: Arg<'_>,
+    limit: Option<Bound<'_, PyAny>>,
+    min_score: Option<Bound<'_, PyAny>>,
+    normalize: Arg<'_>,
+) -> PyResult<Params> {
+    let k = match k {
+        Arg::Missing => 60.0,
+        Arg::Given(v) => {
+            let k = real(&v, "k", true)?;
+            if k < 0.0 {
+                return Err(PyValueError::new_err(format!(
+                    "k must be >= 0, got {}",
+                    k.into_pyobject(v.py())?.repr()?
+                )));
+            }
+            k
+        }
+    };
+    let weights = match weights {
+        None => None,
+        Some(w) => {
+            let w = as_tuple(&w, "weights")?;
+            if let Some(n) = n_lists {
+                fusion::check_weights_len(w.len(), n)?;
+            }
+            Some(
+                w.iter()
+                    .enumerate()
+                    .map(|(i, x)| real(&x, &format!("weights[{i}]"), true))
+                    .collect::<PyResult<Vec<f64>>>()?,
+            )
+        }
+    };
+    let window = window.map(|w| integer(&w, "window", 1)).transpose()?;
+    let duplicates = match duplicates {
+        Arg::Missing => Duplicates::First,
+        Arg::Given(v) => Duplicates::parse(choice(&v, "duplicates", &["first", "sum", "error"])?)
+            .unwrap_or(Duplicates::First),
+    };
+    let tie_break = match tie_break {
+        Arg::Missing => TieBreak::BestRank,
+        Arg::Given(v) => TieBreak::parse(choice(&v, "tie_break", &["best_rank", "key"])?)
+            .unwrap_or(TieBreak::BestRank),
+    };
+    let offset = match offset {
+        Arg::Missing => 0,
+        Arg::Given(v) => integer(&v, "offset", 0)?,
+    };
+    let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
+    let min_score = min_score.map(|m| real(&m, "min_score", true)).transpose()?;
+    let normalize = match normalize {
+        Arg::Missing => false,
+        Arg::Given(v) => flag(&v, "normalize")?,
+    };
+    Ok(Params {
+        k,
+        weights,
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
+    })
+}
+
+fn trace_flag(trace: Arg<'_>) -> PyResult<bool> {
+    match trace {
+        Arg::Missing => Ok(false),
+        Arg::Given(v) => flag(&v, "trace"),
+    }
+}
+
+fn thread_count(threads: Option<Bound<'_, PyAny>>) -> PyResult<usize> {
+    let threads = threads.map(|t| integer(&t, "threads", 1)).transpose()?;
+    Ok(pool::resolve_threads(threads))
+}
+
+/// A new numpy array of `shape` (`numpy.empty` or `numpy.zeros`), so that an impossible size is
+/// numpy's own MemoryError.
+fn new_array<'py>(
+    py: Python<'py>,
+    how: &str,
+    shape: &[usize],
+    dtype: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    numpy(py)?.call_method1(how, (PyTuple::new(py, shape)?, dtype))
+}
+
+/// RRF of every row of Q-row id matrices. See `rankfusion.rrf_batch` (the .pyi) and SPEC.md.
+#[pyfunction]
+#[pyo3(
+    signature = (lists, *, pad=Arg::Missing, k=Arg::Missing, weights=None, window=None,
+                 duplicates=Arg::Missing, tie_break=Arg::Missing, offset=Arg::Missing, limit=None,
+                 min_score=None, normalize=Arg::Missing, trace=Arg::Missing, threads=None),
+    text_signature = "(lists, *, pad=-1, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, trace=False, threads=None)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn rrf_batch<'py>(
+    py: Python<'py>,
+    lists: &Bound<'py, PyAny>,
+    pad: Arg<'py>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Arg<'py>,
+    tie_break: Arg<'py>,
+    offset: Arg<'py>,
+    limit: Option<Bound<'py, PyAny>>,
+    min_score: Option<Bound<'py, PyAny>>,
+    normalize: Arg<'py>,
+    trace: Arg<'py>,
+    threads: Option<Bound<'py, PyAny>>,
+) -> PyResult<BatchResult> {
+    let outer = as_tuple(lists, "lists")?;
+    let mut arrays: Vec<IdArray<'py>> = Vec::with_capacity(outer.len());
+    for (i, item) in outer.iter().enumerate() {
+        let a = id_array(&item, &format!("lists[{i}]"))?;
+        if let Some(first) = arrays.first() {
+            if a.rows != first.rows {
+                return Err(PyValueError::new_err(format!(
+                    "lists[{i}] has {} rows (queries), lists[0] has {}",
+                    a.rows, first.rows
+                )));
+            }
+        }
+        arrays.push(a);
+    }
+    let pad = match pad {
+        Arg::Missing => -1,
+        Arg::Given(v) => int64(&v, "pad")?,
+    };
+    let params = shared_params(
+        k,
+        weights,
+        Some(arrays.len()),
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
+    )?;
+    let trace = trace_flag(trace)?;
+    let n_threads = thread_count(threads)?;
+
+    let matrices = arrays
+        .iter()
+        .map(IdArray::matrix)
+        .collect::<PyResult<Vec<_>>>()?;
+    let fused = py.detach(|| batch::fuse_batch(&matrices, &params, pad, trace, n_threads))?;
+    drop(matrices);
+    drop(arrays);
+
+    let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
+    let ids = new_array(py, "empty", &[q, w], "int64")?.cast_into::<PyArray2<i64>>()?;
+    let scores = new_array(py, "empty", &[q, w], "float64")?.cast_into::<PyArray2<f64>>()?;
+    let counts = new_array(py, "empty", &[q], "int64")?.cast_into::<PyArray1<i64>>()?;
+    let traced = if trace {
+        Some((
+            new_array(py, "zeros", &[q, w, l], "int32")?.cast_into::<PyArray3<i32>>()?,
+            new_array(py, "zeros", &[q, w, l], "float64")?.cast_into::<PyArray3<f64>>()?,
+        ))
+    } else {
+        None
+    };
+    {
+        let borrow = |e: numpy::BorrowError| PyRuntimeError::new_err(e.to_string());
+        let slice = |e: numpy::AsSliceError| PyRuntimeError::new_err(e.to_string());
+        let mut ids_rw = ids.try_readwrite().map_err(borrow)?;
+        let mut scores_rw = scores.try_readwrite().map_err(borrow)?;
+        let mut counts_rw = counts.try_readwrite().map_err(borrow)?;
+        let mut trace_rw = match &traced {
+            Some((r, c)) => Some((
+                r.try_readwrite().map_err(borrow)?,
+                c.try_readwrite().map_err(borrow)?,
+            )),
+            None => None,
+        };
+        let (ranks, contributions) = match trace_rw.as_mut() {
+            Some((r, c)) => (
+                Some(r.as_slice_mut().map_err(slice)?),
+                Some(c.as_slice_mut().map_err(slice)?),
+            ),
+            None => (None, None),
+        };
+        let out = Output {
+            ids: ids_rw.as_slice_mut().map_err(slice)?,
+            scores: scores_rw.as_slice_mut().map_err(slice)?,
+            counts: counts_rw.as_slice_mut().map_err(slice)?,
+            ranks,
+            contributions,
+        };
+        py.detach(|| fused.write(out));
+    }
+    Ok(BatchResult {
+        ids: ids.into_any().unbind(),
+        scores: scores.into_any().unbind(),
+        counts: counts.into_any().unbind(),
+        ranks: traced.as_ref().map(|(r, _)| r.clone().into_any().unbind()),
+        contributions: traced.map(|(_, c)| c.into_any().unbind()),
+    })
+}
+
+/// Interns exact `str` keys into per-query tokens (i64), as a dict would identify them (equal
+/// strings are one key), so that queries of strings are fused like queries of ints. Items are
+/// looked at through borrowed pointers into the query's tuples (no reference counting); the
+/// table is emptied for every query, so no pointer outlives the tuples it points into.
+#[derive(Default)]
+struct StrTokens {
+    table: HashTable<u32>,
+    hashes: Vec<isize>,
+    objects: Vec<*mut pyo3::ffi::PyObject>,
+    state: foldhash::fast::FixedState,
+}
+
+impl StrTokens {
+    /// `key` must be an exact str, alive while the table holds it; GIL held.
+    unsafe fn token(&mut self, key: *mut pyo3::ffi::PyObject) -> i64 {
+        use pyo3::ffi;
+        // Hashing an exact str never fails (and is cached by the object).
+        let hash = ffi::PyObject_Hash(key);
+        let h64 = self.state.hash_one(hash);
+        let (hashes, objects) = (&self.hashes, &self.objects);
+        // Exact str == exact str never raises: RichCompareBool is 1 or 0 (identity first).
+        let found = self.table.find(h64, |&id| {
+            hashes[id as usize] == hash && {
+                let o = objects[id as usize];
+                o == key || ffi::PyObject_RichCompareBool(o, key, ffi::Py_EQ) == 1
+            }
+        });
+        if let Some(&id) = found {
+            return id as i64;
+        }
+        let id = self.objects.len() as u32;
+        let (state, hashes) = (&self.state, &self.hashes);
+        self.table
+            .insert_unique(h64, id, |&i| state.hash_one(hashes[i as usize]));
+        self.hashes.push(hash);
+        self.objects.push(key);
+        id as i64
+    }
+
+    /// Like `exact_ints`: tokens for the read part of every list when every item read is an
+    /// exact str, else None. Tokens are those of this query only.
+    fn lists(
+        &mut self,
+        lists: &[Bound<'_, PyTuple>],
+        weights: &[f64],
+        window: Option<usize>,
+    ) -> Option<Vec<Vec<i64>>> {
+        self.table.clear();
+        self.hashes.clear();
+        self.objects.clear();
+        let mut out = Vec::with_capacity(lists.len());
+        for (list, &w) in lists.iter().zip(weights) {
+            if w == 0.0 {
+                out.push(Vec::new());
+                continue;
+            }
+            let n = list.len().min(window.unwrap_or(usize::MAX));
+            let mut tokens = Vec::with_capacity(n);
+            for i in 0..n {
+                // SAFETY: i < len; the tuple keeps the item alive for this query.
+                let item = unsafe { list.get_borrowed_item_unchecked(i) };
+                if !item.is_exact_instance_of::<PyString>() {
+                    return None;
+                }
+                // SAFETY: an exact str, alive as long as the tuple; GIL held.
+                tokens.push(unsafe { self.token(item.as_ptr()) });
+            }
+            out.push(tokens);
+        }
+        Some(out)
+    }
+}
+
+/// One query of rrf_many after its sequential (GIL-held) part.
+enum Prepared<'py> {
+    /// Empty input: no hits.
+    Empty,
+    /// Fused on the Python-key path; the hits are built.
+    Done(Bound<'py, PyList>),
+    /// Int keys or str tokens, fused later with the GIL released: index into the fast queries.
+    Fast(usize),
+}
+
+/// "queries[q]: <message>" for the plain TypeError/ValueError of a query (the reference's rule);
+/// any other exception (raised by a key itself) is returned unchanged.
+fn in_query(py: Python<'_>, q: usize, e: PyErr) -> PyErr {
+    let ty = e.get_type(py);
+    let message = format!("queries[{q}]: {}", e.value(py));
+    if ty.is(py.get_type::<PyTypeError>()) {
+        PyTypeError::new_err(message)
+    } else if ty.is(py.get_type::<PyValueError>()) {
+        PyValueError::new_err(message)
+    } else {
+        e
+    }
+}
+
+/// The per-query arguments of rrf_many: the lists, the resolved weights, the raw scores.
+fn query_args<'py>(
+    lists: &Bound<'py, PyAny>,
+    params: &Params,
+    scores: Option<Bound<'py, PyAny>>,
+    trace: bool,
+) -> PyResult<RrfArgs<'py>> {
+    let outer = as_tuple(lists, "lists")?;
+    let lists = outer
+        .iter()
+        .enumerate()
+        .map(|(i, l)| as_tuple(&l, &format!("lists[{i}]")))
+        .collect::<PyResult<Vec<_>>>()?;
+    let n = lists.len();
+    if let Some(w) = &params.weights {
+        fusion::check_weights_len(w.len(), n)?;
+    }
+    let mut raw_scores = vec![None; n];
+    if let Some(s) = scores.filter(|s| !s.is_none()) {
+        let s = as_tuple(&s, "scores")?;
+        if s.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "scores has {} entries for {n} lists",
+                s.len()
+            )));
+        }
+        for (i, item) in s.iter().enumerate() {
+            if item.is_none() {
+                continue;
+            }
+            let name = format!("scores[{i}]");
+            let values = as_tuple(&item, &name)?;
+            if values.len() != lists[i].len() {
+                return Err(PyValueError::new_err(format!(
+                    "{name} has {} values for {} keys",
+                    values.len(),
+                    lists[i].len()
+                )));
+            }
+            raw_scores[i] = Some(
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(j, x)| real(&x, &format!("{name}[{j}]"), false))
+                    .collect::<PyResult<Vec<f64>>>()?,
+            );
+        }
+    }
+    Ok(RrfArgs {
+        lists,
+        params: params.clone(),
+        raw_scores,
+        trace,
+    })
+}
+
+/// The hits of a query fused on the fast path.
+fn fast_hits<'py>(
+    py: Python<'py>,
+    args: &RrfArgs<'py>,
+    plan: &Plan,
+    fused: &QueryHits,
+) -> PyResult<Bound<'py, PyList>> {
+    let k = args.params.k;
+    let hits = fused
+        .hits
+        .iter()
+        .enumerate()
+        .map(|(j, &(l, pos, score))| {
+            let key = args.lists[l as usize].get_item(pos as usize)?.unbind();
+            let contributions = if args.trace {
+                let occs = &fused.trace[fused.trace_offsets[j]..fused.trace_offsets[j + 1]];
+                let items = occs
+                    .iter()
+                    .map(|o| {
+                        let w = plan.weights[o.list as usize];
+                        Py::new(
+                            py,
+                            Contribution {
+                                list_index: o.list as usize,
+                                rank: o.position as usize + 1,
+                                weight: w,
+                                contribution: fusion::contribution(w, k, o.position),
+                                score: args.raw_scores[o.list as usize]
+                                    .as_ref()
+                                    .map(|v| v[o.position as usize]),
+                            },
+                        )
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                Some(PyTuple::new(py, items)?.unbind())
+            } else {
+                None
+            };
+            Py::new(
+                py,
+                Hit {
+                    key,
+                    score,
+                    contributions,
+                },
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, hits)
+}
+
+/// `[rrf(lists, **kwargs) for lists in queries]` in one call. See `rankfusion.rrf_many`.
+#[pyfunction]
+#[pyo3(
+    signature = (queries, *, k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
+                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
+                 normalize=Arg::Missing, scores=None, trace=Arg::Missing, threads=None),
+    text_signature = "(queries, *, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, trace=False, threads=None)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn rrf_many<'py>(
+    py: Python<'py>,
+    queries: &Bound<'py, PyAny>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Arg<'py>,
+    tie_break: Arg<'py>,
+    offset: Arg<'py>,
+    limit: Option<Bound<'py, PyAny>>,
+    min_score: Option<Bound<'py, PyAny>>,
+    normalize: Arg<'py>,
+    scores: Option<Bound<'py, PyAny>>,
+    trace: Arg<'py>,
+    threads: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let queries = as_tuple(queries, "queries")?;
+    let n_queries = queries.len();
+    let params = shared_params(
+        k, weights, None, window, duplicates, tie_break, offset, limit, min_score, normalize,
+    )?;
+    let scores = match scores {
+        None => None,
+        Some(s) => {
+            let s = as_tuple(&s, "scores")?;
+            if s.len() != n_queries {
+                return Err(PyValueError::new_err(format!(
+                    "scores has {} entries for {n_queries} queries",
+                    s.len()
+                )));
+            }
+            Some(s)
+        }
+    };
+    let trace = trace_flag(trace)?;
+    let n_threads = thread_count(threads)?;
+
+    // Queries go in blocks, so that each block's objects are still in cache when its hits are
+    // built. Per block:
+    // 1. With the GIL: every query's arguments and plan; keys to i64 (exact ints) or tokens
+    //    (exact strs); other keys fused right away on rrf's Python-key path. Stops at the first
+    //    query that fails.
+    // 2. Without the GIL, in parallel: the int and str queries before the first failure.
+    // 3. The first error in query order, or the block's results.
+    const BLOCK_ENTRIES: usize = 1 << 16;
+    const BLOCK_QUERIES: usize = 1024;
+    let row_params = RowParams::new(&params, None);
+    let mut tokens = StrTokens::default();
+    let out = PyList::empty(py);
+    let mut start = 0;
+    while start < n_queries {
+        let mut prepared: Vec<Prepared<'py>> = Vec::new();
+        let mut args_of: Vec<(RrfArgs<'py>, Plan)> = Vec::new();
+        let mut rows: Vec<Vec<Vec<i64>>> = Vec::new();
+        let mut failed: Option<(usize, PyErr)> = None;
+        let mut entries = 0;
+        let mut q = start;
+        while q < n_queries && entries < BLOCK_ENTRIES && q - start < BLOCK_QUERIES {
+            let lists = queries.get_item(q)?;
+            let mut step = || -> Result<Prepared<'py>, PyErr> {
+                let s = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
+                let args = query_args(&lists, &params, s, trace)?;
+                let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
+                entries += lens.iter().sum::<usize>();
+                let Some(plan) = fusion::plan(&lens, &args.params)? else {
+                    return Ok(Prepared::Empty);
+                };
+                let fast = match exact_ints(&args.lists, &plan.weights, params.window) {
+                    Some(ints) => Some(ints),
+                    None if params.tie_break == TieBreak::BestRank => {
+                        tokens.lists(&args.lists, &plan.weights, params.window)
+                    }
+                    None => None,
+                };
+                if let Some(r) = fast {
+                    rows.push(r);
+                    args_of.push((args, plan));
+                    return Ok(Prepared::Fast(rows.len() - 1));
+                }
+                let fused = fuse(py, &args, &plan).map_err(|e| to_pyerr(e, &args.lists))?;
+                Ok(Prepared::Done(build_hits(py, &args, &plan, &fused)?))
+            };
+            match step() {
+                Ok(p) => prepared.push(p),
+                Err(e) => {
+                    failed = Some((q, e));
+                    break;
+                }
+            }
+            q += 1;
+        }
+
+        let (fast_results, fast_error) = {
+            let fast: Vec<Query<'_>> = rows
+                .iter()
+                .zip(&args_of)
+                .map(|(r, (_, plan))| Query {
+                    lists: r.iter().map(Vec::as_slice).collect(),
+                    weights: &plan.weights,
+                    normalizer: plan.normalizer,
+                })
+                .collect();
+            py.detach(|| batch::fuse_queries(&fast, &row_params, trace, n_threads))
+        };
+        if let Some((i, e)) = fast_error {
+            // The failing query's index: every query of the block before it was prepared.
+            let at = prepared
+                .iter()
+                .position(|p| matches!(p, Prepared::Fast(j) if *j == i))
+                .unwrap_or(0);
+            let err = to_pyerr(BindError::Core(e), &args_of[i].0.lists);
+            return Err(in_query(py, start + at, err));
+        }
+        if let Some((q, e)) = failed {
+            return Err(in_query(py, q, e));
+        }
+        for p in prepared {
+            match p {
+                Prepared::Empty => out.append(PyList::empty(py))?,
+                Prepared::Done(hits) => out.append(hits)?,
+                Prepared::Fast(i) => {
+                    let (args, plan) = &args_of[i];
+                    out.append(fast_hits(py, args, plan, &fast_results[i])?)?
+                }
+            }
+        }
+        start = q;
+    }
+    Ok(out)
+}
+
+/// For benchmarks: the bare loop of `rrf_batch` (fuse every row and write the output) on
+/// `lists`, run `repeat` times with the GIL released into buffers allocated once; the input is
+/// copied before and nothing is built for Python. Returns the seconds of each run, so that
+/// `benches/batch_table.py` can time the binding and its floor side by side in one process.
+#[pyfunction]
+#[pyo3(signature = (lists, *, threads=None, repeat=1))]
+pub fn _bare_loop(
+    py: Python<'_>,
+    lists: &Bound<'_, PyAny>,
+    threads: Option<Bound<'_, PyAny>>,
+    repeat: usize,
+) -> PyResult<Vec<f64>> {
+    let outer = as_tuple(lists, "lists")?;
+    let arrays = outer
+        .iter()
+        .enumerate()
+        .map(|(i, a)| id_array(&a, &format!("lists[{i}]")))
+        .collect::<PyResult<Vec<_>>>()?;
+    let n_threads = thread_count(threads)?;
+    let matrices = arrays
+        .iter()
+        .map(IdArray::matrix)
+        .collect::<PyResult<Vec<_>>>()?;
+    let params = Params::default();
+    let fused = py.detach(|| batch::fuse_batch(&matrices, &params, -1, false, n_threads))?;
+    let (q, w) = (fused.rows(), fused.width());
+    let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
+    let times = py.detach(|| {
+        (0..repeat)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                let fused = batch::fuse_batch(&matrices, &params, -1, false, n_threads)?;
+                fused.write(Output {
+                    ids: &mut ids,
+                    scores: &mut scores,
+                    counts: &mut counts,
+                    ranks: None,
+                    contributions: None,
+                });
+                Ok(t.elapsed().as_secs_f64())
+            })
+            .collect::<Result<Vec<f64>, batch::BatchError>>()
+    })?;
+    Ok(times)
+}
