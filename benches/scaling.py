@@ -25,19 +25,33 @@ from workloads import best_of, id_arrays
 SIZES = [10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000]
 
 
-def curve(threads=None, depth: int = 100, n_lists: int = 2) -> list:
-    """(entries, queries, seconds, ns per entry) for Q x 2 x 100 workloads."""
+def curve(threads=None, depth: int = 100, n_lists: int = 2, rounds: int = 7) -> list:
+    """(entries, queries, seconds, ns per entry) for Q x 2 x 100 workloads. The sizes are timed
+    round-robin, best of `rounds`, so that a burst of load on a shared machine does not land on
+    one size only."""
     import rankfusion as rf
 
-    rows = []
+    workloads = []
     for size in SIZES:
         q = max(1, size // (depth * n_lists))
         arrays = id_arrays(q, n_lists, depth, seed=size)
+        rf.rrf_batch(arrays, threads=threads)  # warm: first-touch memory, pools
+        workloads.append((q, arrays))
+    best = [float("inf")] * len(workloads)
+    for _ in range(rounds):
+        for i, (_, arrays) in enumerate(workloads):
+            t = best_of(
+                lambda arrays=arrays: rf.rrf_batch(arrays, threads=threads),
+                repeat=1,
+                min_time=0.05,
+            )
+            best[i] = min(best[i], t)
+    rows = []
+    for (q, arrays), t in zip(workloads, best):
         n = sum(a.size for a in arrays)
-        t = best_of(lambda arrays=arrays: rf.rrf_batch(arrays, threads=threads), repeat=5)
         rows.append((n, q, t, t / n * 1e9))
-        del arrays
-        gc.collect()
+    del workloads
+    gc.collect()
     return rows
 
 

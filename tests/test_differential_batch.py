@@ -198,11 +198,16 @@ def test_every_row_equals_rrf_on_that_row(batch):
         assert np.isnan(result.scores[q, count:]).all()
         if kw["trace"]:
             for j, h in enumerate(expected):
+                # Per list: the best rank, and the canonical sum of that list's contributions.
+                by_list: dict = {}
                 for c in h.contributions:
-                    assert result.ranks[q, j, c.list_index] <= c.rank
-                present = {c.list_index for c in h.contributions}
+                    by_list.setdefault(c.list_index, []).append(c)
                 for i in range(len(lists)):
-                    assert (result.ranks[q, j, i] > 0) == (i in present)
+                    mine = by_list.get(i, [])
+                    rank = min((c.rank for c in mine), default=0)
+                    total = ref.canonical_sum(c.contribution for c in mine)
+                    assert result.ranks[q, j, i] == rank
+                    assert result.contributions[q, j, i].hex() == total.hex()
     else:
         assert not isinstance(result, Exception), (
             f"rrf_batch raised {result!r}, no row fails in rrf"

@@ -4,6 +4,8 @@ parallel call does not hang."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -170,8 +172,19 @@ FORK_SCRIPT = textwrap.dedent(
 def test_fork_after_a_parallel_call_does_not_hang(tmp_path):
     script = tmp_path / "fork_check.py"
     script.write_text(FORK_SCRIPT)
-    done = subprocess.run(
-        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120
+    # A session of its own, so that on a hang the script and its forked children are all killed.
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
-    assert done.returncode == 0, done.stderr
-    assert "fork ok" in done.stdout
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("a process forked after a parallel call hung")
+    assert proc.returncode == 0, err
+    assert "fork ok" in out
