@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod fusion;
+pub mod trec;
 
 #[cfg(feature = "python")]
 mod py;
