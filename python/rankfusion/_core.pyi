@@ -3,7 +3,8 @@
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Optional, final
 
-__all__ = ["Contribution", "Hit", "rrf"]
+# pyo3 lists every function in __all__, the private helpers of rankfusion.trec too.
+__all__ = ["Contribution", "Hit", "_parse_qrels", "_parse_run", "rrf"]
 
 @final
 class Contribution:
@@ -108,3 +109,9 @@ def rrf(
         Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
         or only empty lists) is not an error: it gives [].
     """
+
+# Private helpers of rankfusion.trec (not part of the API).
+def _parse_run(
+    data: bytes, path: str, order: str, duplicates: str
+) -> list[tuple[str, list[str], list[float]]]: ...
+def _parse_qrels(data: bytes, path: str, duplicates: str) -> dict[str, dict[str, int]]: ...
