@@ -4,13 +4,16 @@
 the way docs/cli.md describes it, line by line with Python's own text decoding, ``str.split``,
 ``float`` and ``int``; Hypothesis feeds both messy files (every kind of whitespace and line break,
 BOMs, undecodable bytes, odd numbers, wrong field counts, duplicates) and they must agree on the
-result, or on the error (message and line).
+result, or on the error (message and line). The writer's lines must equal the f-string it
+replaced, ``f"{qid} Q0 {docid} {rank} {score!r} {tag}"``, for any float.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import math
+import random
 import struct
 import sys
 import unicodedata
@@ -19,7 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankfusion import _core, trec
+from rankfusion import _core, reference, trec
 from rankfusion.trec import Ranking, TrecFormatError
 
 # --- the oracles ------------------------------------------------------------------------------
@@ -333,3 +336,79 @@ def test_parse_run_is_not_public_and_checks_its_arguments():
         _core._parse_run(b"", "x", "rank", "error")
     with pytest.raises(TypeError):
         _core._parse_run("text", "x", "score", "error")
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def floats(rng, n):
+    """Random bit patterns, RRF-like sums, binary fractions with short decimal expansions (where
+    two shortest decimals can tie), powers of two, integers, rounded decimals."""
+    out = [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(n)]
+    out += [
+        sum(1 / (60 + rng.randint(1, 1000)) for _ in range(rng.randint(1, 5))) for _ in range(n)
+    ]
+    out += [
+        (rng.getrandbits(rng.randint(1, 53)) * 2 + 1) / 2 ** rng.randint(0, 30) for _ in range(n)
+    ]
+    out += [math.ldexp(1.0, rng.randint(-1074, 1023)) for _ in range(n)]
+    out += [float(rng.randint(-(2**70), 2**70)) for _ in range(n)]
+    out += [round(rng.uniform(-100, 100), rng.randint(0, 9)) for _ in range(n)]
+    out += [2.0**50 + 0.25, 2.0**50 + 0.75, 2.0**51 + 0.5, 1e16, 1e15, 1e-4, 1e-5, 5e-324]
+    out += [0.0, -0.0, math.inf, -math.inf, math.nan, -math.nan, 1e22, 1.7976931348623157e308]
+    return out
+
+
+def expected_lines(qid, docids, scores, tag):
+    return "".join(
+        f"{qid} Q0 {d} {r} {s!r} {tag}\n" for r, (d, s) in enumerate(zip(docids, scores), 1)
+    )
+
+
+def test_run_lines_write_scores_exactly_as_repr():
+    rng = random.Random(20)
+    for _ in range(5):
+        scores = floats(rng, 4000)
+        docids = [f"d{i}" for i in range(len(scores))]
+        got = _core._run_lines("q", docids, scores, "t")
+        assert got == expected_lines("q", docids, scores, "t")
+
+
+def test_write_run_of_rankings_and_hits_is_the_old_format(tmp_path):
+    rng = random.Random(21)
+    scores = floats(rng, 200)
+    docids = [f"d{i}" for i in range(len(scores))] + ["extra"]  # zip: the shorter decides
+    hits = reference.rrf([["é", "b", "c"], ["c", "€"]])
+    run = {"q": Ranking(docids, scores), "h": hits, "t": Ranking(("x", "y"), (1.0, 2.0))}
+    out = io.StringIO()
+    trec.write_run(run, out, tag="sys")
+    assert out.getvalue() == (
+        expected_lines("q", docids, scores, "sys")
+        + expected_lines("h", [h.key for h in hits], [h.score for h in hits], "sys")
+        + expected_lines("t", ["x", "y"], [1.0, 2.0], "sys")
+    )
+
+
+@pytest.mark.parametrize(
+    "docids, scores, tag",
+    [
+        (["a", 7], [1.0, 2.0], "t"),  # a non-str id: str()
+        (["a", "b"], [1, 2.5], "t"),  # a non-float score: float()
+        (["caf\udce9"], [1.0], "t"),  # an undecodable byte, written back as it was
+        (["a"], [1.0], "t\udce9"),
+    ],
+)
+def test_write_run_falls_back_to_python_and_writes_the_same(tmp_path, docids, scores, tag):
+    run = {"q": Ranking(docids, scores)}
+    assert _core._run_lines("q", docids, scores, tag) is None
+    trec.write_run(run, tmp_path / "o.run", tag=tag)
+    expected = expected_lines("q", [str(d) for d in docids], [float(s) for s in scores], tag)
+    assert (tmp_path / "o.run").read_bytes() == expected.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("bad", ["a b", "", "a\xa0b", "a\u3000", "\x1c"])
+def test_write_run_still_rejects_bad_ids(tmp_path, bad):
+    assert _core._run_lines("q", ["ok", bad], [1.0, 2.0], "t") is None
+    with pytest.raises(ValueError, match="doc id of query 'q'"):
+        trec.write_run({"q": Ranking(["ok", bad], [1.0, 2.0])}, tmp_path / "o.run")
+    assert not (tmp_path / "o.run").exists()

@@ -4,7 +4,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Optional, final
 
 # pyo3 lists every function in __all__, the private helpers of rankfusion.trec too.
-__all__ = ["Contribution", "Hit", "_parse_qrels", "_parse_run", "rrf"]
+__all__ = ["Contribution", "Hit", "_parse_qrels", "_parse_run", "_run_lines", "rrf"]
 
 @final
 class Contribution:
@@ -115,3 +115,6 @@ def _parse_run(
     data: bytes, path: str, order: str, duplicates: str
 ) -> list[tuple[str, list[str], list[float]]]: ...
 def _parse_qrels(data: bytes, path: str, duplicates: str) -> dict[str, dict[str, int]]: ...
+def _run_lines(
+    qid: str, docids: Sequence[Any], scores: Optional[Sequence[Any]], tag: str
+) -> Optional[str]: ...

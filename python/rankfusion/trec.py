@@ -25,7 +25,8 @@ input does is documented in ``docs/cli.md``; in short:
 - corrupt gzip data or text that is not UTF-8: undecodable bytes are kept as they are
   (``surrogateescape``) and written back unchanged; corrupt gzip data is an error naming the file.
 
-A file is read whole (gunzipped) into memory and parsed by the Rust core (``rust/trec.rs``).
+A file is read whole (gunzipped) into memory and parsed by the Rust core (``rust/trec.rs``), which
+also formats the lines :func:`write_run` writes for rankings and fused hits.
 
 Fusion (:func:`fuse`) calls ``rankfusion.rrf`` once per query; a query missing from some runs is
 fused from the runs that have it. Writers are atomic: a file is written under a temporary name in
@@ -396,8 +397,16 @@ def _write_run_to(run: Mapping[Any, Any], out: IO[str], tag: str, progress: Any)
     for qid, ranked in items:
         qid = qid if isinstance(qid, str) else str(qid)
         _check_id(qid, "qid")
-        docids, scores = _ranked_pairs(ranked)
-        out.write(_run_lines(qid, docids, scores, tag))
+        # Rankings and fused hits of str ids are formatted by the core (None: anything else)
+        text = None
+        if isinstance(ranked, Ranking):
+            text = _core._run_lines(qid, ranked.docids, ranked.scores, tag)
+        elif type(ranked) is list:
+            text = _core._run_lines(qid, ranked, None, tag)
+        if text is None:
+            docids, scores = _ranked_pairs(ranked)
+            text = _run_lines(qid, docids, scores, tag)
+        out.write(text)
         if bar is not None:
             bar.update(1)
     if bar is not None:

@@ -1,17 +1,23 @@
 //! TREC files for `rankfusion.trec` (private functions): `_parse_run` and `_parse_qrels` run the
-//! core's parsers with the GIL released, then build the Python objects.
+//! core's parsers with the GIL released, then build the Python objects; `_run_lines` formats the
+//! lines of one query of a run for the writer.
 
+use std::ffi::CStr;
+
+use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::choice;
 use super::errors::trec_error;
+use super::results::Hit;
 use crate::trec::{self, Number, Order, ReadDuplicates};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse_qrels, m)?)?;
+    m.add_function(wrap_pyfunction!(run_lines, m)?)?;
     Ok(())
 }
 
@@ -151,4 +157,154 @@ fn parse_qrels<'py>(
         out.set_item(text(py, &bytes[q.qid])?, judged)?;
     }
     Ok(out)
+}
+
+/// `s` encoded in UTF-8, or None when it holds a lone surrogate (an undecodable byte read with
+/// `surrogateescape`). (A bytes copy: the zero-copy `PyUnicode_AsUTF8AndSize` is not in the
+/// limited API of Python 3.9.)
+fn utf8<'py>(s: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
+    // SAFETY: a valid object; a new reference, or NULL with an exception set, which is cleared.
+    unsafe {
+        let b = ffi::PyUnicode_AsUTF8String(s.as_ptr());
+        if b.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(Bound::from_owned_ptr(s.py(), b).cast_into_unchecked())
+    }
+}
+
+/// Appends Python's `repr(x)`: the core's exact fast path, else the function `float.__repr__`
+/// itself calls.
+fn push_repr(py: Python<'_>, out: &mut Vec<u8>, x: f64) -> PyResult<()> {
+    if trec::push_float_repr(out, x) {
+        return Ok(());
+    }
+    // SAFETY: GIL held; the result is NUL-terminated and PyMem-allocated, or NULL with an
+    // exception set.
+    unsafe {
+        let p = ffi::PyOS_double_to_string(
+            x,
+            b'r' as _,
+            0,
+            ffi::Py_DTSF_ADD_DOT_0,
+            std::ptr::null_mut(),
+        );
+        if p.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        out.extend_from_slice(CStr::from_ptr(p).to_bytes());
+        ffi::PyMem_Free(p.cast());
+    }
+    Ok(())
+}
+
+fn push_rank(out: &mut Vec<u8>, mut rank: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (rank % 10) as u8;
+        rank /= 10;
+        if rank == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// An exact str that is a valid id (non-empty, no whitespace), as UTF-8.
+fn id_bytes<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
+    if !item.is_exact_instance_of::<PyString>() {
+        return None;
+    }
+    utf8(item).filter(|b| trec::is_id(b.as_bytes()))
+}
+
+/// The TREC lines `qid Q0 docid rank score tag\n` of one query, ranks 1..n, scores as Python's
+/// `repr` writes them: for a list of `Hit` (`scores` None), or for aligned doc ids and scores
+/// (lists or tuples; lines for the shorter's length, like zip).
+///
+/// Returns None, writing nothing, for anything else: an item that is not a Hit, a doc id that
+/// is not an exact str or is empty or contains whitespace or a lone surrogate, a score that is
+/// not an exact float. The caller then formats the query itself (converting, or raising the
+/// error that names the bad id). `qid` and `tag` are checked by the caller.
+#[pyfunction]
+#[pyo3(name = "_run_lines")]
+fn run_lines<'py>(
+    py: Python<'py>,
+    qid: &Bound<'py, PyString>,
+    docids: &Bound<'py, PyAny>,
+    scores: Option<&Bound<'py, PyAny>>,
+    tag: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyString>>> {
+    let (Some(qid), Some(tag)) = (utf8(qid), utf8(tag)) else {
+        return Ok(None);
+    };
+    let (qid, tag) = (qid.as_bytes(), tag.as_bytes());
+    let mut out = Vec::new();
+    let line = |out: &mut Vec<u8>, rank: usize, docid: &[u8], score: f64| {
+        out.extend_from_slice(qid);
+        out.extend_from_slice(b" Q0 ");
+        out.extend_from_slice(docid);
+        out.push(b' ');
+        push_rank(out, rank);
+        out.push(b' ');
+        push_repr(py, out, score)?;
+        out.push(b' ');
+        out.extend_from_slice(tag);
+        out.push(b'\n');
+        Ok::<_, PyErr>(())
+    };
+    let items = |seq: &Bound<'py, PyAny>| {
+        seq.cast_exact::<PyList>()
+            .map(|l| l.to_tuple())
+            .or_else(|_| seq.cast_exact::<PyTuple>().cloned())
+            .ok()
+    };
+    match scores {
+        None => {
+            let Ok(hits) = docids.cast_exact::<PyList>() else {
+                return Ok(None);
+            };
+            let hits = hits.to_tuple();
+            out.reserve(hits.len() * (qid.len() + tag.len() + 40));
+            for (i, item) in hits.iter().enumerate() {
+                let Ok(hit) = item.cast::<Hit>() else {
+                    return Ok(None);
+                };
+                let hit = hit.get();
+                let Some(docid) = id_bytes(hit.key.bind(py)) else {
+                    return Ok(None);
+                };
+                line(&mut out, i + 1, docid.as_bytes(), hit.score)?;
+            }
+        }
+        Some(scores) => {
+            let (Some(docids), Some(scores)) = (items(docids), items(scores)) else {
+                return Ok(None);
+            };
+            let mut ids = Vec::with_capacity(docids.len());
+            for item in docids.iter() {
+                let Some(docid) = id_bytes(&item) else {
+                    return Ok(None);
+                };
+                ids.push(docid);
+            }
+            let mut values = Vec::with_capacity(scores.len());
+            for item in scores.iter() {
+                let Ok(score) = item.cast_exact::<PyFloat>() else {
+                    return Ok(None);
+                };
+                values.push(score.value());
+            }
+            out.reserve(ids.len() * (qid.len() + tag.len() + 40));
+            for (i, (docid, &score)) in ids.iter().zip(&values).enumerate() {
+                line(&mut out, i + 1, docid.as_bytes(), score)?;
+            }
+        }
+    }
+    let text = std::str::from_utf8(&out)
+        .map_err(|_| PyValueError::new_err("_run_lines: not UTF-8 (a bug)"))?;
+    Ok(Some(PyString::new(py, text)))
 }
