@@ -18,6 +18,9 @@
 //! When a file has several errors, the one reported is the first line with the wrong number of
 //! fields, else the first score (gain) that is not a number (an integer), else the first NaN
 //! score, else the first duplicate.
+//!
+//! For the writer: [`is_id`] (what an id may be) and [`push_float_repr`] (Python's `repr` of a
+//! float).
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -334,18 +337,6 @@ fn unicode_space(rest: &[u8]) -> usize {
     }
 }
 
-/// How many of the 8 bytes of `word` (little-endian), from the first, are printable ASCII
-/// (0x21-0x7f): always token bytes. A byte below 0x21 sets its high bit in
-/// `(word - 0x21...) & !word` (the lowest such byte exactly: no borrow reaches it), and a byte
-/// from 0x80 on has it set in `word`.
-#[inline]
-fn plain_ascii_prefix(word: u64) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let special = (word.wrapping_sub(ONES * 0x21) & !word & HIGH) | (word & HIGH);
-    (special.trailing_zeros() / 8) as usize
-}
-
 /// The length of the whitespace (not a line break) at `data[i]`, or 0.
 #[inline]
 fn space_at(data: &[u8], i: usize) -> usize {
@@ -455,7 +446,6 @@ fn for_each_line<const N: usize, E>(
     data: &[u8],
     mut f: impl FnMut(&Line<N>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let n = data.len();
     let mut i = if data.starts_with(b"\xef\xbb\xbf") {
         3
     } else {
@@ -467,52 +457,150 @@ fn for_each_line<const N: usize, E>(
         count: 0,
         fields: std::array::from_fn(|_| 0..0),
     };
-    while i < n {
-        let start = i;
-        let mut count = 0;
-        loop {
-            while i < n {
-                match space_at(data, i) {
-                    0 => break,
-                    w => i += w,
-                }
-            }
-            if i == n || CLASS[data[i] as usize] == BREAK {
-                break;
-            }
-            let token = i;
-            loop {
-                while let Some(word) = data.get(i..i + 8) {
-                    let plain = plain_ascii_prefix(u64::from_le_bytes(word.try_into().unwrap()));
-                    i += plain;
-                    if plain < 8 {
-                        break;
-                    }
-                }
-                match data.get(i).map(|&b| CLASS[b as usize]) {
-                    Some(TOKEN) => i += 1,
-                    Some(LEAD) if unicode_space(&data[i..]) == 0 => i += 1,
-                    _ => break,
-                }
-            }
-            if count < N {
-                line.fields[count] = token..i;
-            }
-            count += 1;
+    while i < data.len() {
+        i = plain_lines(data, i, &mut line, &mut f)?;
+        if i < data.len() {
+            i = any_line(data, i, &mut line, &mut f)?;
         }
-        line.number += 1;
-        line.text = start..i;
-        line.count = count;
-        if i < n {
-            i += if data[i] == b'\r' && data.get(i + 1) == Some(&b'\n') {
-                2
-            } else {
-                1
-            };
-        }
-        f(&line)?;
     }
     Ok(())
+}
+
+/// Reads the line that starts at `i`, whatever its bytes; returns where the next one starts.
+fn any_line<const N: usize, E>(
+    data: &[u8],
+    mut i: usize,
+    line: &mut Line<N>,
+    f: &mut impl FnMut(&Line<N>) -> Result<(), E>,
+) -> Result<usize, E> {
+    let n = data.len();
+    let start = i;
+    let mut count = 0;
+    loop {
+        while i < n {
+            match space_at(data, i) {
+                0 => break,
+                w => i += w,
+            }
+        }
+        if i == n || CLASS[data[i] as usize] == BREAK {
+            break;
+        }
+        let token = i;
+        while i < n {
+            match CLASS[data[i] as usize] {
+                TOKEN => i += 1,
+                LEAD if unicode_space(&data[i..]) == 0 => i += 1,
+                _ => break,
+            }
+        }
+        if count < N {
+            line.fields[count] = token..i;
+        }
+        count += 1;
+    }
+    line.number += 1;
+    line.text = start..i;
+    line.count = count;
+    if i < n {
+        i += if data[i] == b'\r' && data.get(i + 1) == Some(&b'\n') {
+            2
+        } else {
+            1
+        };
+    }
+    f(line)?;
+    Ok(i)
+}
+
+/// Reads the lines from `start` (a line start) on, 64 bytes at a time, as long as they hold only
+/// ASCII bytes 0x21-0x7f, spaces, tabs and `\n` line ends (the usual run file); returns the start of
+/// the first line it did not read (one with another byte, or the end of the file within the
+/// last 64 bytes), for [`any_line`].
+///
+/// Each block is classified with bit masks (bit `k` for byte `k`) and its token boundaries and
+/// line ends are visited as set bits, without a branch per byte.
+fn plain_lines<const N: usize, E>(
+    data: &[u8],
+    start: usize,
+    line: &mut Line<N>,
+    f: &mut impl FnMut(&Line<N>) -> Result<(), E>,
+) -> Result<usize, E> {
+    let mut line_start = start;
+    let mut base = start;
+    let mut count = 0;
+    let mut token = start;
+    let mut after_delimiter = 1u64; // the byte before `base` is a delimiter (or a line start)
+    while let Some(block) = data.get(base..base + 64) {
+        let (delimiters, breaks, other) = classify(block.try_into().unwrap());
+        let usable = if other == 0 {
+            u64::MAX
+        } else {
+            (1u64 << other.trailing_zeros()) - 1
+        };
+        let before = (delimiters << 1) | after_delimiter;
+        let starts = !delimiters & before & usable;
+        let ends = delimiters & !before & usable;
+        let mut events = starts | ends | (breaks & usable);
+        while events != 0 {
+            let k = events.trailing_zeros();
+            events &= events - 1;
+            let bit = 1u64 << k;
+            let at = base + k as usize;
+            if starts & bit != 0 {
+                token = at;
+                continue;
+            }
+            if ends & bit != 0 {
+                if count < N {
+                    line.fields[count] = token..at;
+                }
+                count += 1;
+            }
+            if breaks & bit != 0 {
+                line.number += 1;
+                line.text = line_start..at;
+                line.count = count;
+                f(line)?;
+                line_start = at + 1;
+                count = 0;
+            }
+        }
+        if other != 0 {
+            break;
+        }
+        after_delimiter = delimiters >> 63;
+        base += 64;
+    }
+    Ok(line_start)
+}
+
+/// Bit masks of a 64-byte block: (space, tab or `\n`; `\n`; any byte that is neither one of those
+/// nor ASCII 0x21-0x7f).
+#[inline]
+fn classify(block: &[u8; 64]) -> (u64, u64, u64) {
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // The high bit of each byte that equals `c` (exact: no carry crosses bytes).
+    let equal = |v: u64, c: u8| {
+        let x = v ^ (ONES * u64::from(c));
+        !(((x & LOW) + LOW) | x) & HIGH
+    };
+    // The high bit of each byte (as bits 0-7) gathered into one byte.
+    let gather = |high: u64| (high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+    let (mut delimiters, mut breaks, mut other) = (0u64, 0u64, 0u64);
+    for (w, word) in block.chunks_exact(8).enumerate() {
+        let v = u64::from_le_bytes(word.try_into().unwrap());
+        let below_0x21 = !(((v & LOW) + ONES * 0x5f) | v) & HIGH;
+        let newline = equal(v, b'\n');
+        let delimiter = equal(v, b' ') | equal(v, b'\t') | newline;
+        let odd = (v & HIGH) | (below_0x21 & !delimiter);
+        delimiters |= gather(delimiter) << (8 * w);
+        breaks |= gather(newline) << (8 * w);
+        other |= gather(odd) << (8 * w);
+    }
+    (delimiters, breaks, other)
 }
 
 fn fields_error<const N: usize>(data: &[u8], line: &Line<N>, format: &'static str) -> TrecError {
@@ -574,11 +662,9 @@ pub fn parse_run(
     duplicates: ReadDuplicates,
     mut score: impl FnMut(&[u8]) -> Option<f64>,
 ) -> Result<Vec<RunQuery>, TrecError> {
+    // The rows go straight to their query, in file order.
     let mut qids = Qids::new(data);
-    let mut row_query: Vec<usize> = Vec::new();
-    let mut row_doc: Vec<Span> = Vec::new();
-    let mut row_score: Vec<f64> = Vec::new();
-    let mut row_line: Vec<usize> = Vec::new();
+    let mut queries: Vec<RunQuery> = Vec::new();
     let mut not_a_number: Option<TrecError> = None;
     let mut nan: Option<TrecError> = None;
     for_each_line::<RUN_FIELDS, _>(data, |line| {
@@ -608,10 +694,16 @@ pub fn parse_run(
                 });
             }
             Some(v) if not_a_number.is_none() && nan.is_none() => {
-                row_query.push(qids.id(qid));
-                row_doc.push(docid.clone());
-                row_score.push(v);
-                row_line.push(line.number);
+                let q = qids.id(qid);
+                if q == queries.len() {
+                    queries.push(RunQuery {
+                        qid: qid.clone(),
+                        docids: Vec::new(),
+                        scores: Vec::new(),
+                    });
+                }
+                queries[q].docids.push(docid.clone());
+                queries[q].scores.push(v);
             }
             _ => {} // a line after a bad score: only its field count still matters
         }
@@ -621,105 +713,101 @@ pub fn parse_run(
         return Err(e);
     }
 
-    // The rows of each query, in file order (a stable counting sort by query).
-    let n_queries = qids.spans.len();
-    let mut starts = vec![0usize; n_queries + 1];
-    for &q in &row_query {
-        starts[q + 1] += 1;
-    }
-    for q in 0..n_queries {
-        starts[q + 1] += starts[q];
-    }
-    let mut rows = vec![0usize; row_query.len()];
-    let mut next = starts.clone();
-    for (r, &q) in row_query.iter().enumerate() {
-        rows[next[q]] = r;
-        next[q] += 1;
-    }
-
-    let doc = |r: usize| &data[row_doc[r].clone()];
     let utf8 = std::cell::OnceCell::new();
-    let cmp_doc = |a: usize, b: usize| {
+    let cmp_doc = |a: &Span, b: &Span| {
         if *utf8.get_or_init(|| std::str::from_utf8(data).is_ok()) {
-            doc(a).cmp(doc(b))
+            data[a.clone()].cmp(&data[b.clone()])
         } else {
-            py_str_cmp(doc(a), doc(b))
+            py_str_cmp(&data[a.clone()], &data[b.clone()])
         }
     };
-    let mut out = Vec::with_capacity(n_queries);
     let mut seen: HashMap<&[u8], usize, FixedState> = HashMap::with_hasher(FixedState::default());
-    for (q, qid) in qids.spans.iter().enumerate() {
-        let rows = &mut rows[starts[q]..starts[q + 1]];
+    for (q, query) in queries.iter_mut().enumerate() {
         if duplicates == ReadDuplicates::Error {
             seen.clear();
-            for &r in rows.iter() {
-                match seen.entry(doc(r)) {
-                    Entry::Occupied(first) => {
-                        return Err(TrecError {
-                            line: row_line[r],
-                            reason: Reason::DuplicateDoc {
-                                qid: data[qid.clone()].to_vec(),
-                                docid: doc(r).to_vec(),
-                                first_line: row_line[*first.get()],
-                            },
-                        })
-                    }
+            for (j, d) in query.docids.iter().enumerate() {
+                match seen.entry(&data[d.clone()]) {
+                    Entry::Occupied(i) => return Err(duplicate_error(data, q, *i.get(), j)),
                     Entry::Vacant(slot) => {
-                        slot.insert(r);
+                        slot.insert(j);
                     }
                 }
             }
         }
-        let mut scores = match order {
-            Order::File => rows.iter().map(|&r| row_score[r]).collect(),
-            Order::Score => trec_eval_order(rows, &row_score, cmp_doc),
-        };
-        let mut docids: Vec<Span> = rows.iter().map(|&r| row_doc[r].clone()).collect();
-        if duplicates == ReadDuplicates::First {
-            keep_first(data, &mut docids, &mut scores);
+        if order == Order::Score {
+            trec_eval_order(&mut query.docids, &mut query.scores, cmp_doc);
         }
-        out.push(RunQuery {
-            qid: qid.clone(),
-            docids,
-            scores,
-        });
+        if duplicates == ReadDuplicates::First {
+            keep_first(data, &mut query.docids, &mut query.scores);
+        }
     }
-    Ok(out)
+    Ok(queries)
 }
 
-/// Puts `rows` in trec_eval's order (score descending, ties by doc id descending) exactly as
-/// `rankfusion.trec._trec_eval_order` does, and returns the scores in the new order.
+/// The error for rows `first` and `second` (in file order) of query `q` of a run that parsed:
+/// their lines are found by reading the file again.
+fn duplicate_error(data: &[u8], q: usize, first: usize, second: usize) -> TrecError {
+    let mut qids = Qids::new(data);
+    let mut row = 0;
+    let mut first_line = 0;
+    let mut error = None;
+    let _ = for_each_line::<RUN_FIELDS, ()>(data, |line| {
+        if line.count == RUN_FIELDS && qids.id(&line.fields[0]) == q {
+            if row == first {
+                first_line = line.number;
+            } else if row == second {
+                error = Some(TrecError {
+                    line: line.number,
+                    reason: Reason::DuplicateDoc {
+                        qid: data[line.fields[0].clone()].to_vec(),
+                        docid: data[line.fields[2].clone()].to_vec(),
+                        first_line,
+                    },
+                });
+                return Err(());
+            }
+            row += 1;
+        }
+        Ok(())
+    });
+    error.expect("the duplicate's line")
+}
+
+/// Puts a query in trec_eval's order (score descending, ties by doc id descending) exactly as
+/// `rankfusion.trec._trec_eval_order` does.
 ///
 /// When the scores are non-increasing already, only the doc ids inside each run of equal scores
 /// are sorted and every position keeps its score (which tells only for 0.0 tied with -0.0);
 /// otherwise (score, doc id) pairs are sorted. Both sorts are stable.
 fn trec_eval_order(
-    rows: &mut [usize],
-    score: &[f64],
-    cmp_doc: impl Fn(usize, usize) -> Ordering,
-) -> Vec<f64> {
-    let scores: Vec<f64> = rows.iter().map(|&r| score[r]).collect();
+    docids: &mut [Span],
+    scores: &mut [f64],
+    cmp_doc: impl Fn(&Span, &Span) -> Ordering,
+) {
     if scores.windows(2).all(|w| w[0] >= w[1]) {
         let mut start = 0;
-        while start < rows.len() {
+        while start < scores.len() {
             let mut end = start + 1;
-            while end < rows.len() && scores[end] == scores[end - 1] {
+            while end < scores.len() && scores[end] == scores[end - 1] {
                 end += 1;
             }
             if end - start > 1 {
-                rows[start..end].sort_by(|&a, &b| cmp_doc(b, a));
+                docids[start..end].sort_by(|a, b| cmp_doc(b, a));
             }
             start = end;
         }
-        return scores;
+        return;
     }
-    rows.sort_by(|&a, &b| {
-        score[b]
-            .partial_cmp(&score[a])
+    let mut pairs: Vec<(f64, Span)> = scores.iter().copied().zip(docids.iter().cloned()).collect();
+    pairs.sort_by(|(sa, da), (sb, db)| {
+        sb.partial_cmp(sa)
             .unwrap_or(Ordering::Equal)
-            .then_with(|| cmp_doc(b, a))
+            .then_with(|| cmp_doc(db, da))
     });
-    rows.iter().map(|&r| score[r]).collect()
+    for (i, (s, d)) in pairs.into_iter().enumerate() {
+        scores[i] = s;
+        docids[i] = d;
+    }
 }
 
 /// Keeps the first occurrence of each doc id.
@@ -809,7 +897,7 @@ pub fn parse_qrels<G>(
     Ok(out)
 }
 
-// --- writing --------------------------------------------------------------------------------
+// --- writing ----------------------------------------------------------------------------------
 
 /// Appends Python's `repr(x)` and returns true; or appends nothing and returns false when `x` is
 /// 0, infinite or NaN, or lies exactly halfway between two shortest decimals (see below). The
@@ -1331,23 +1419,88 @@ mod tests {
     }
 
     #[test]
-    fn plain_ascii_prefix_finds_the_first_special_byte() {
-        for special in [0x00u8, 0x09, 0x0a, 0x0d, 0x1c, 0x20, 0x80, 0xc2, 0xe2, 0xff] {
-            for at in 0..8 {
-                let mut word = *b"abcdefgh";
-                word[at] = special;
-                // bytes after the special one may be anything
-                for rest in &mut word[at + 1..] {
-                    *rest = 0x00;
-                }
-                assert_eq!(plain_ascii_prefix(u64::from_le_bytes(word)), at);
-            }
+    fn classify_marks_delimiters_breaks_and_other_bytes() {
+        let mut block = [b'x'; 64];
+        block[0] = b' ';
+        block[9] = b'\t';
+        block[17] = b'\n';
+        block[30] = 0x7f; // DEL: a token byte
+        block[40] = b'\r';
+        block[50] = 0xc2;
+        block[63] = 0x1c;
+        let (delimiters, breaks, other) = classify(&block);
+        assert_eq!(delimiters, 1 | 1 << 9 | 1 << 17);
+        assert_eq!(breaks, 1 << 17);
+        assert_eq!(other, 1 << 40 | 1 << 50 | 1 << 63);
+        for b in 0..=255u8 {
+            let (d, n, o) = classify(&[b; 64]);
+            let expected = match b {
+                b' ' | b'\t' => (u64::MAX, 0, 0),
+                b'\n' => (u64::MAX, u64::MAX, 0),
+                0x21..=0x7f => (0, 0, 0),
+                _ => (0, 0, u64::MAX),
+            };
+            assert_eq!((d, n, o), expected, "{b:#x}");
         }
-        assert_eq!(plain_ascii_prefix(u64::from_le_bytes(*b"!~doc12}")), 8);
-        assert_eq!(
-            plain_ascii_prefix(u64::from_le_bytes(*b"\x7f\x7f\x21\x21\x7e\x7e\x30\x39")),
-            8
-        );
+    }
+
+    #[test]
+    fn long_files_read_the_same_by_blocks_and_byte_by_byte() {
+        // Lines of every length around the 64-byte blocks, some with a byte that sends them to
+        // the byte-by-byte reader, against that reader alone.
+        let mut text = Vec::new();
+        for i in 0..400usize {
+            let pad = "p".repeat(i % 70);
+            let sep = match i % 9 {
+                0 => "\t",
+                1 => "  ",
+                _ => " ",
+            };
+            let line = format!(
+                "q{} Q0 d{pad}{i}{sep}1 {} t{}",
+                i % 7,
+                i % 13,
+                " ".repeat(i % 3)
+            );
+            text.extend_from_slice(line.as_bytes());
+            text.extend_from_slice(match i % 23 {
+                0 => b"\r\n",
+                1 => b"\n\n",
+                2 => "\u{a0}\n".as_bytes(),
+                _ => b"\n",
+            });
+        }
+        text.extend_from_slice(b"q Q0 last 1 1 t"); // no final newline
+        let mut by_blocks = Vec::new();
+        for_each_line::<RUN_FIELDS, ()>(&text, |l| {
+            by_blocks.push((l.number, l.text.clone(), l.count, l.fields.clone()));
+            Ok(())
+        })
+        .unwrap();
+        let mut by_bytes = Vec::new();
+        let mut line = Line {
+            number: 0,
+            text: 0..0,
+            count: 0,
+            fields: std::array::from_fn(|_| 0..0),
+        };
+        let mut i = 0;
+        while i < text.len() {
+            i = any_line::<RUN_FIELDS, ()>(&text, i, &mut line, &mut |l| {
+                by_bytes.push((l.number, l.text.clone(), l.count, l.fields.clone()));
+                Ok(())
+            })
+            .unwrap();
+        }
+        let blank = (0..400).filter(|i| i % 23 == 1).count();
+        assert_eq!(by_blocks.len(), 400 + blank + 1);
+        // fields past the count are left over from earlier lines: compare the used ones
+        let used = |v: Vec<(usize, Span, usize, [Span; 6])>| {
+            v.into_iter()
+                .map(|(n, t, c, f)| (n, t, c, f[..c.min(6)].to_vec()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(used(by_blocks), used(by_bytes));
     }
 
     #[test]
