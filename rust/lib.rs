@@ -8,6 +8,7 @@ pub mod error;
 pub mod fusion;
 pub mod pool;
 pub mod revalidate;
+pub mod trec;
 
 #[cfg(feature = "python")]
 mod py;

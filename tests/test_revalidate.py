@@ -621,9 +621,3 @@ def test_batch_after_fork():
         child.kill()
         pytest.fail("revalidate_batch hung in a forked child")
     assert queue.get(timeout=5) == 20000
-
-
-def test_stub_matches_the_core():
-    """``_core.pyi`` describes the extension, revalidation included (mypy.stubtest)."""
-    stubtest = pytest.importorskip("mypy.stubtest")
-    assert stubtest.test_stubs(stubtest.parse_options(["rankfusion._core"])) == 0

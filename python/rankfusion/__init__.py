@@ -2,29 +2,52 @@
 
 The functions here are the Rust core (``rankfusion._core``). ``rankfusion.reference`` holds the same
 functions in plain Python: the executable specification the core is tested against.
+
+Fusion (``rrf``, ``rrf_batch``, ``rrf_many``) and revalidation (``revalidate``,
+``revalidate_batch``, ``pool_size``) come straight from the core. The hybrid-search pipeline, the
+SQLite store and the reference are imported on first use, so that ``import rankfusion`` (and the
+``rankfusion`` command) stays quick.
 """
 
-from . import _reference as reference
-from ._core import BatchResult, Contribution, Hit, rrf, rrf_batch, rrf_many
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, List
+
+from ._core import (
+    BatchResult,
+    Contribution,
+    Hit,
+    Revalidated,
+    RevalidatedBatch,
+    pool_size,
+    revalidate,
+    revalidate_batch,
+    rrf,
+    rrf_batch,
+    rrf_many,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import _reference as reference
+    from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
+    from .sqlite_store import Document, SQLiteStore
+
+# Attributes imported on first use: name -> (module, attribute or None for the module itself).
+_LAZY = {
+    "reference": ("._reference", None),
+    "HybridHit": (".hybrid", "HybridHit"),
+    "KeywordIndex": (".hybrid", "KeywordIndex"),
+    "RecordStore": (".hybrid", "RecordStore"),
+    "VectorIndex": (".hybrid", "VectorIndex"),
+    "hybrid_search": (".hybrid", "hybrid_search"),
+    "Document": (".sqlite_store", "Document"),
+    "SQLiteStore": (".sqlite_store", "SQLiteStore"),
+}
 
 __all__ = [
     "BatchResult",
     "Contribution",
-    "Hit",
-    "reference",
-    "rrf",
-    "rrf_batch",
-    "rrf_many",
-]
-__version__ = "0.1.0"
-
-# --- Candidate revalidation and hybrid search --------------------------------------------------
-from ._core import Revalidated, RevalidatedBatch, pool_size, revalidate, revalidate_batch
-from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
-from .sqlite_store import Document, SQLiteStore
-
-__all__ += [
     "Document",
+    "Hit",
     "HybridHit",
     "KeywordIndex",
     "RecordStore",
@@ -34,7 +57,25 @@ __all__ += [
     "VectorIndex",
     "hybrid_search",
     "pool_size",
+    "reference",
     "revalidate",
     "revalidate_batch",
+    "rrf",
+    "rrf_batch",
+    "rrf_many",
 ]
-# --- end of Candidate revalidation and hybrid search ---------------------------------------------
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module_name, attribute = _LAZY[name]
+        module = import_module(module_name, __name__)
+        value = module if attribute is None else getattr(module, attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted([*globals(), *_LAZY])

@@ -6,7 +6,18 @@ from typing import Any, Optional, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BatchResult", "Contribution", "Hit", "_bare_loop", "rrf", "rrf_batch", "rrf_many"]
+__all__ = [
+    "BatchResult",
+    "Contribution",
+    "Hit",
+    "_bare_loop",
+    "_parse_qrels",
+    "_parse_run",
+    "_run_lines",
+    "rrf",
+    "rrf_batch",
+    "rrf_many",
+]
 
 @final
 class Contribution:
@@ -252,3 +263,12 @@ def _bare_loop(
     lists: Iterable[Any], *, threads: Optional[int] = None, repeat: int = 1
 ) -> list[float]:
     """Benchmarks only: seconds of each of ``repeat`` bare runs of rrf_batch's Rust loop."""
+
+# Private helpers of rankfusion.trec (not part of the API).
+def _parse_run(
+    data: bytes, path: str, order: str, duplicates: str
+) -> list[tuple[str, list[str], list[float]]]: ...
+def _parse_qrels(data: bytes, path: str, duplicates: str) -> dict[str, dict[str, int]]: ...
+def _run_lines(
+    qid: str, docids: Sequence[Any], scores: Optional[Sequence[Any]], tag: str
+) -> Optional[str]: ...

@@ -25,6 +25,9 @@ input does is documented in ``docs/cli.md``; in short:
 - corrupt gzip data or text that is not UTF-8: undecodable bytes are kept as they are
   (``surrogateescape``) and written back unchanged; corrupt gzip data is an error naming the file.
 
+A file is read whole (gunzipped) into memory and parsed by the Rust core (``rust/trec.rs``), which
+also formats the lines :func:`write_run` writes for rankings and fused hits.
+
 Fusion (:func:`fuse`) calls ``rankfusion.rrf`` once per query; a query missing from some runs is
 fused from the runs that have it. Writers are atomic: a file is written under a temporary name in
 its own directory and renamed into place only once complete, so an error never leaves a
@@ -39,9 +42,8 @@ import math
 import os
 import sys
 import zlib
-from bisect import bisect_right
 from itertools import compress, islice
-from operator import eq, ge, itemgetter, ne
+from operator import eq, ge, itemgetter
 from typing import (
     IO,
     TYPE_CHECKING,
@@ -59,6 +61,8 @@ from typing import (
     Tuple,
     Union,
 )
+
+from . import _core
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankfusion import Hit
@@ -83,16 +87,10 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_CHUNK_CHARS = 1 << 22  # text read per step: ~4 MB, so memory stays bounded while streaming
-_RUN_FIELDS = 6
-_QRELS_FIELDS = 4
-_RUN_FORMAT = "qid Q0 docid rank score tag"
-_QRELS_FORMAT = "qid 0 docid gain"
+# Bytes read per step while a progress bar is shown (the file is then parsed whole).
+_CHUNK_CHARS = 1 << 22
 _ORDERS = ("score", "file")
 _READ_DUPLICATES = ("error", "first", "keep")
-# The ASCII characters str.split() splits on; every other byte is deleted to get a chunk's skeleton.
-_WHITESPACE = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
-_NOT_WHITESPACE = bytes(b for b in range(256) if b not in _WHITESPACE)
 
 
 class TrecFormatError(ValueError):
@@ -143,141 +141,31 @@ def _check_choice(value: Any, name: str, choices: Tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
-def _open_text(path: PathLike) -> Tuple[IO[str], IO[bytes], int]:
-    """The file as text (gunzipped when its first bytes are gzip's magic), the raw binary file
-    (whose position tells the progress) and its size in bytes."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
-    try:
-        size = os.fstat(raw.fileno()).st_size
-        magic = raw.read(2)
-        raw.seek(0)
-        binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
-        text = io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape")
-    except BaseException:
-        raw.close()
-        raise
-    return text, raw, size
-
-
-class _LineMap:
-    """Maps a row (a non-blank line, counted from 0) back to its line number in the file."""
-
-    __slots__ = ("_explicit", "_first_line", "_first_row")
-
-    def __init__(self) -> None:
-        self._first_row: List[int] = []
-        self._first_line: List[int] = []
-        self._explicit: List[Optional[List[int]]] = []
-
-    def add(self, first_row: int, first_line: int, explicit: Optional[List[int]]) -> None:
-        self._first_row.append(first_row)
-        self._first_line.append(first_line)
-        self._explicit.append(explicit)
-
-    def line(self, row: int) -> int:
-        i = bisect_right(self._first_row, row) - 1
-        explicit = self._explicit[i]
-        offset = row - self._first_row[i]
-        return explicit[offset] if explicit is not None else self._first_line[i] + offset
-
-
-def _chunks(
-    path: PathLike, nfields: int, fmt: str, progress: Union[bool, Any]
-) -> Iterator[Tuple[List[str], int, Optional[List[int]]]]:
-    """Stream the file in ~4 MB pieces of whole lines.
-
-    Yields ``(tokens, first_line, line_numbers)``: ``tokens`` holds ``nfields`` fields per row;
-    ``line_numbers`` is None when the rows are the consecutive lines from ``first_line`` on, else
-    the line number of every row. Raises TrecFormatError for a line with the wrong field count.
-    """
+def _read_bytes(path: PathLike, progress: Union[bool, Any]) -> bytes:
+    """The whole file, gunzipped when its first bytes are gzip's magic number. With a progress
+    bar it is read ~4 MB at a time, the bar showing the bytes of the file read so far."""
     name = os.fspath(path)
-    text, raw, size = _open_text(path)
-    bar = _progress_bar(progress, size, os.path.basename(name))
-    line = 1
-    separators = b" " * (nfields - 1) + b"\n"
-    try:
-        first = True
-        while True:
-            try:
-                chunk = text.read(_CHUNK_CHARS)
-                if chunk and chunk[-1] != "\n":
-                    chunk += text.readline()
-            except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-                raise TrecFormatError(name, None, f"corrupt gzip data ({e})") from None
-            if not chunk:
-                break
-            if first:
-                first = False
-                if chunk[0] == "\ufeff":  # a UTF-8 byte-order mark
-                    chunk = chunk[1:]
-            nlines = chunk.count("\n") + (chunk[-1] != "\n")
-            tokens = chunk.split()
-            if len(tokens) == nfields * nlines and chunk.isascii():
-                # Fast path. In ASCII text every whitespace character is in _WHITESPACE; when
-                # the chunk's whitespace is exactly n-1 spaces and a newline per line, no line
-                # has more than n fields, so n fields in all per line means exactly n in each:
-                # row i is line `line + i`.
-                skeleton = chunk.encode("ascii").translate(None, _NOT_WHITESPACE)
-                expected = separators * nlines
-                if chunk[-1] != "\n":  # the file's last line has no newline
-                    expected = expected[:-1]
-                if skeleton == expected:
-                    yield tokens, line, None
-                    line += nlines
-                    if bar is not None:
-                        bar.update(raw.tell() - bar.n)
-                    continue
-            # General path: any whitespace, blank lines; finds the first bad line.
-            tokens = []
-            numbers = []
-            for number, text_line in enumerate(chunk.split("\n"), line):
-                fields = text_line.split()
-                if len(fields) == nfields:
-                    tokens += fields
-                    numbers.append(number)
-                elif fields:
-                    shown = text_line.strip()
-                    if len(shown) > 80:
-                        shown = shown[:77] + "..."
-                    raise TrecFormatError(
-                        name,
-                        number,
-                        f"expected {nfields} fields ({fmt}), found {len(fields)}: {shown!r}",
-                    )
-            yield tokens, line, numbers
-            line += nlines
-            if bar is not None:
-                bar.update(raw.tell() - bar.n)
-    finally:
-        if bar is not None:
-            bar.close()
-        text.close()
-        raw.close()
-
-
-def _bad_value(
-    name: str, values: Sequence[str], convert: Any, lines: _LineMap, row0: int, what: str
-) -> TrecFormatError:
-    """The error for the first value in ``values`` that ``convert`` rejects."""
-    for i, value in enumerate(values):
+    with open(path, "rb") as raw:
+        size = os.fstat(raw.fileno()).st_size
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        source: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        bar = _progress_bar(progress, size, os.path.basename(name))
         try:
-            convert(value)
-        except (ValueError, OverflowError):
-            return TrecFormatError(name, lines.line(row0 + i), f"{what}, got {value!r}")
-    return TrecFormatError(name, None, what)  # pragma: no cover - a value was rejected above
-
-
-def _segments(qids: List[str]) -> Dict[str, List[Tuple[int, int]]]:
-    """``{qid: [(start, end), ...]}``: the row ranges of each query, queries in first-seen order
-    (a query whose lines are not contiguous has several ranges)."""
-    n = len(qids)
-    if n == 0:
-        return {}
-    starts = [0, *compress(range(1, n), map(ne, qids, islice(qids, 1, None))), n]
-    out: Dict[str, List[Tuple[int, int]]] = {}
-    for start, end in zip(starts, islice(starts, 1, None)):
-        out.setdefault(qids[start], []).append((start, end))
-    return out
+            if bar is None:
+                return source.read()
+            chunks: List[bytes] = []
+            while True:
+                chunk = source.read(_CHUNK_CHARS)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+                bar.update(raw.tell() - bar.n)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            raise TrecFormatError(name, None, f"corrupt gzip data ({e})") from None
+        finally:
+            if bar is not None:
+                bar.close()
 
 
 def _trec_eval_order(docids: List[str], scores: List[float]) -> Tuple[List[str], List[float]]:
@@ -308,22 +196,6 @@ def _trec_eval_order(docids: List[str], scores: List[float]) -> Tuple[List[str],
     return list(map(itemgetter(1), pairs)), list(map(itemgetter(0), pairs))
 
 
-def _first_duplicate(docids: Sequence[str]) -> Optional[Tuple[int, int]]:
-    """Positions (first, second) of the first doc id met twice, or None."""
-    seen: Dict[str, int] = {}
-    for i, d in enumerate(docids):
-        j = seen.setdefault(d, i)
-        if j != i:
-            return j, i
-    return None
-
-
-def _keep_first(docids: List[str], scores: List[float]) -> Tuple[List[str], List[float]]:
-    seen: set = set()
-    keep = [i for i, d in enumerate(docids) if not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
-    return [docids[i] for i in keep], [scores[i] for i in keep]
-
-
 def read_run(
     path: PathLike,
     *,
@@ -332,7 +204,7 @@ def read_run(
     allow_empty: bool = False,
     progress: Union[bool, Any] = False,
 ) -> Run:
-    """Read a TREC run file (``qid Q0 docid rank score tag``, plain or gzip'd), streaming it.
+    """Read a TREC run file (``qid Q0 docid rank score tag``, plain or gzip'd).
 
     Returns ``{qid: Ranking}``, queries in the order they first appear. A query whose lines are
     not contiguous is gathered into one ranking.
@@ -354,58 +226,10 @@ def read_run(
     _check_choice(order, "order", _ORDERS)
     _check_choice(duplicates, "duplicates", _READ_DUPLICATES)
     name = os.fspath(path)
-    qids: List[str] = []
-    docids: List[str] = []
-    scores: List[float] = []
-    lines = _LineMap()
-    for tokens, first_line, numbers in _chunks(path, _RUN_FIELDS, _RUN_FORMAT, progress):
-        row0 = len(qids)
-        lines.add(row0, first_line, numbers)
-        raw_scores = tokens[4::6]
-        try:
-            chunk_scores = list(map(float, raw_scores))
-        except ValueError:
-            raise _bad_value(
-                name, raw_scores, float, lines, row0, "score is not a number"
-            ) from None
-        total = sum(chunk_scores)
-        if total != total:  # a NaN somewhere (or +inf and -inf both: then nothing is found)
-            for i, value in enumerate(chunk_scores):
-                if value != value:
-                    raise TrecFormatError(
-                        name, lines.line(row0 + i), f"score is NaN, got {raw_scores[i]!r}"
-                    )
-        qids += tokens[0::6]
-        docids += tokens[2::6]
-        scores += chunk_scores
-    if not qids and not allow_empty:
+    queries = _core._parse_run(_read_bytes(path, progress), name, order, duplicates)
+    if not queries and not allow_empty:
         raise TrecFormatError(name, None, "empty run: the file has no lines")
-
-    run: Run = {}
-    for qid, ranges in _segments(qids).items():
-        if len(ranges) == 1:
-            start, end = ranges[0]
-            d, s = docids[start:end], scores[start:end]
-        else:
-            d, s = [], []
-            for start, end in ranges:
-                d += docids[start:end]
-                s += scores[start:end]
-        if duplicates != "keep" and len(set(d)) != len(d):
-            if duplicates == "error":
-                rows = [r for start, end in ranges for r in range(start, end)]
-                i, j = _first_duplicate(d)  # type: ignore[misc]
-                raise TrecFormatError(
-                    name,
-                    lines.line(rows[j]),
-                    f"query {qid!r} has doc {d[j]!r} twice (first on line {lines.line(rows[i])})",
-                )
-        if order == "score":
-            d, s = _trec_eval_order(d, s)
-        if duplicates == "first" and len(set(d)) != len(d):
-            d, s = _keep_first(d, s)
-        run[qid] = Ranking(d, s)
-    return run
+    return {qid: Ranking(docids, scores) for qid, docids, scores in queries}
 
 
 def read_qrels(
@@ -425,28 +249,7 @@ def read_qrels(
     """
     _check_choice(duplicates, "duplicates", ("error", "first"))
     name = os.fspath(path)
-    qrels: Qrels = {}
-    lines = _LineMap()
-    row0 = 0
-    for tokens, first_line, numbers in _chunks(path, _QRELS_FIELDS, _QRELS_FORMAT, progress):
-        lines.add(row0, first_line, numbers)
-        raw_gains = tokens[3::4]
-        try:
-            gains = list(map(int, raw_gains))
-        except ValueError:
-            raise _bad_value(name, raw_gains, int, lines, row0, "gain is not an integer") from None
-        for i, (qid, docid, gain) in enumerate(zip(tokens[0::4], tokens[2::4], gains)):
-            judged = qrels.get(qid)
-            if judged is None:
-                judged = qrels[qid] = {}
-            if docid in judged:
-                if duplicates == "error":
-                    raise TrecFormatError(
-                        name, lines.line(row0 + i), f"query {qid!r} judges doc {docid!r} twice"
-                    )
-                continue
-            judged[docid] = gain
-        row0 += len(gains)
+    qrels: Qrels = _core._parse_qrels(_read_bytes(path, progress), name, duplicates)
     if not qrels and not allow_empty:
         raise TrecFormatError(name, None, "empty qrels: the file has no lines")
     return qrels
@@ -594,8 +397,16 @@ def _write_run_to(run: Mapping[Any, Any], out: IO[str], tag: str, progress: Any)
     for qid, ranked in items:
         qid = qid if isinstance(qid, str) else str(qid)
         _check_id(qid, "qid")
-        docids, scores = _ranked_pairs(ranked)
-        out.write(_run_lines(qid, docids, scores, tag))
+        # Rankings and fused hits of str ids are formatted by the core (None: anything else)
+        text = None
+        if isinstance(ranked, Ranking):
+            text = _core._run_lines(qid, ranked.docids, ranked.scores, tag)
+        elif type(ranked) is list:
+            text = _core._run_lines(qid, ranked, None, tag)
+        if text is None:
+            docids, scores = _ranked_pairs(ranked)
+            text = _run_lines(qid, docids, scores, tag)
+        out.write(text)
         if bar is not None:
             bar.update(1)
     if bar is not None:

@@ -2,9 +2,11 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
 
 use crate::error::{Error, Kind};
+use crate::trec::{repr_approx, TrecError};
 
 /// An error of a binding function: a core error, or a Python exception raised while extracting
 /// arguments or hashing/comparing keys (those propagate unchanged).
@@ -68,5 +70,24 @@ pub fn to_pyerr(err: BindError, lists: &[Bound<'_, PyTuple>]) -> PyErr {
 impl From<crate::batch::BatchError> for PyErr {
     fn from(e: crate::batch::BatchError) -> PyErr {
         exception(e.error().kind(), e.message())
+    }
+}
+
+/// A malformed TREC file -> `rankfusion.trec.TrecFormatError(path, line, reason)`, each text
+/// quoted by the reason rendered by Python's `repr` of the text as the reader decodes it.
+pub fn trec_error(py: Python<'_>, path: &Bound<'_, PyAny>, err: &TrecError) -> PyErr {
+    let reason = err.reason.render(&mut |bytes| {
+        super::trec::text(py, bytes)
+            .and_then(|s| s.repr())
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| repr_approx(bytes))
+    });
+    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    match CLASS
+        .import(py, "rankfusion.trec", "TrecFormatError")
+        .and_then(|c| c.call1((path, err.line, reason)))
+    {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
     }
 }

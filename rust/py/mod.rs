@@ -11,11 +11,13 @@ mod keys;
 mod results;
 mod revalidate;
 mod rrf;
+mod trec;
 
 use pyo3::prelude::*;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    trec::register(m)?;
     m.add_class::<results::Hit>()?;
     m.add_class::<results::Contribution>()?;
     m.add_function(wrap_pyfunction!(rrf::rrf, m)?)?;
