@@ -152,6 +152,48 @@ def _sorted_by_key(tied: Iterable[tuple]) -> list:
 # --- Reciprocal Rank Fusion -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Options:
+    """The checked keyword arguments that rrf, rrf_batch and rrf_many share."""
+
+    k: float
+    weights: Optional[list]  # None only in rrf_many, where each query has its own list count
+    window: Optional[int]
+    duplicates: str
+    tie_break: str
+    offset: int
+    limit: Optional[int]
+    min_score: Optional[float]
+    normalize: bool
+
+
+def _options(
+    n: Optional[int], k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
+) -> _Options:
+    """Checks k .. normalize in signature order; ``n`` is the number of lists weights must match."""
+    k = _real(k, "k")
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k!r}")
+    if weights is None:
+        weights = None if n is None else [1.0] * n
+    else:
+        weights = _as_list(weights, "weights")
+        if n is not None and len(weights) != n:
+            raise ValueError(f"weights has {len(weights)} values for {n} lists")
+        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(weights)]
+    if window is not None:
+        window = _integer(window, "window", 1)
+    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
+    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
+    offset = _integer(offset, "offset", 0)
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+    if min_score is not None:
+        min_score = _real(min_score, "min_score")
+    normalize = _flag(normalize, "normalize")
+    return _Options(k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize)
+
+
 def rrf(
     lists: Iterable[Iterable[Hashable]],
     *,
@@ -171,26 +213,9 @@ def rrf(
     # 1. Arguments, in signature order.
     lists = [_as_list(lst, f"lists[{i}]") for i, lst in enumerate(_as_list(lists, "lists"))]
     n = len(lists)
-    k = _real(k, "k")
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k!r}")
-    if weights is None:
-        weights = [1.0] * n
-    else:
-        weights = _as_list(weights, "weights")
-        if len(weights) != n:
-            raise ValueError(f"weights has {len(weights)} values for {n} lists")
-        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(weights)]
-    if window is not None:
-        window = _integer(window, "window", 1)
-    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
-    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
-    offset = _integer(offset, "offset", 0)
-    if limit is not None:
-        limit = _integer(limit, "limit", 0)
-    if min_score is not None:
-        min_score = _real(min_score, "min_score")
-    normalize = _flag(normalize, "normalize")
+    options = _options(
+        n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
+    )
     raw_scores: list = [None] * n
     if scores is not None:
         scores = _as_list(scores, "scores")
@@ -204,13 +229,22 @@ def rrf(
                 raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
             raw_scores[i] = [_real(x, f"scores[{i}][{j}]") for j, x in enumerate(s)]
     trace = _flag(trace, "trace")
+    return _fuse(lists, options, raw_scores, trace)
+
+
+def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None) -> list:
+    """Steps 2-6 of rrf on checked arguments. ``is_hole(item)`` marks items that are not keys
+    (rrf_batch's pads): skipped like any item, so they never shift the ranks behind them."""
+    k, weights = o.k, o.weights
+    if is_hole is None:
+        is_hole = lambda item: False  # noqa: E731
 
     # Empty input (no lists, or only empty lists) is never an error: it gives no hits.
-    if all(len(lst) == 0 for lst in lists):
+    if all(is_hole(item) for lst in lists for item in lst):
         return []
 
     # normalize divides by the largest score a key could reach with duplicates="first".
-    if normalize:
+    if o.normalize:
         if not any(w > 0 for w in weights):
             raise ValueError("normalize=True needs at least one list with a positive weight")
         best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
@@ -220,10 +254,10 @@ def rrf(
     # 2. The interleaved scan: rank 1 of list 0, rank 1 of list 1, ..., rank 2 of list 0, ...
     #    A list of weight 0 is skipped entirely, and only the first `window` items are read.
     #    A key's position in `found` (a dict keeps insertion order) is its first appearance.
-    read = [i for i in range(n) if weights[i] != 0]
+    read = [i for i in range(len(lists)) if weights[i] != 0]
     depth = max((len(lists[i]) for i in read), default=0)
-    if window is not None:
-        depth = min(depth, window)
+    if o.window is not None:
+        depth = min(depth, o.window)
     found: dict = {}  # key -> [first key object met, list of Contribution]
     for position in range(depth):
         rank = position + 1  # ranks are positions in the list as given: skipping never shifts them
@@ -231,11 +265,13 @@ def rrf(
             if position >= len(lists[i]):
                 continue
             key = lists[i][position]
+            if is_hole(key):
+                continue
             if not isinstance(key, Hashable):
                 raise TypeError(f"lists[{i}][{position}] is not hashable: {key!r}")
             entry = found.setdefault(key, [key, []])  # dict semantics: 1 == 1.0 == True
-            if duplicates != "sum" and any(c.list_index == i for c in entry[1]):
-                if duplicates == "error":
+            if o.duplicates != "sum" and any(c.list_index == i for c in entry[1]):
+                if o.duplicates == "error":
                     raise ValueError(f"lists[{i}] has the key {key!r} more than once (rank {rank})")
                 continue  # "first": only the best (first) occurrence counts
             w = weights[i]
@@ -251,7 +287,7 @@ def rrf(
         if not math.isfinite(total):
             raise ValueError(f"the score of key {key!r} is not finite ({total}): weights too large")
         score = total
-        if normalize:
+        if o.normalize:
             score = total / best_possible
             if not math.isfinite(score):
                 raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
@@ -259,19 +295,19 @@ def rrf(
         hits.append((total, Hit(key, score, tuple(contributions) if trace else None)))
 
     # 4. min_score drops hits below it (compared with the score as returned).
-    if min_score is not None:
-        hits = [(total, h) for total, h in hits if h.score >= min_score]
+    if o.min_score is not None:
+        hits = [(total, h) for total, h in hits if h.score >= o.min_score]
 
     # 5. Order: sum descending. Python's sort is stable, so tied hits stay in first-appearance
     #    order; with tie_break="key" each group of tied sums is sorted by key, ascending.
     hits.sort(key=lambda pair: -pair[0])
-    if tie_break == "key":
+    if o.tie_break == "key":
         groups = itertools.groupby(hits, key=lambda pair: pair[0])
         hits = [pair for _, group in groups for pair in _sorted_by_key(group)]
 
     # 6. The page.
-    end = None if limit is None else offset + limit
-    return [h for _, h in hits[offset:end]]
+    end = None if o.limit is None else o.offset + o.limit
+    return [h for _, h in hits[o.offset : end]]
 
 
 # === Candidate revalidation ======================================================================
@@ -589,56 +625,6 @@ def _id_matrix(value: Any, name: str) -> Any:
     return value.astype(np.int64)
 
 
-def _fuse_row(rows, pad, k, weights, window, duplicates, tie_break, normalize) -> list:
-    """``rrf`` on one row of every list (``rows[i]``, Python ints), where a pad entry is a hole:
-    never a key, and skipping it does not shift the ranks behind it. Returns (key, score,
-    contributions) triples in rrf's order (offset, limit, min_score are applied by the caller)."""
-    if all(x == pad for row in rows for x in row):
-        return []  # only pads (or no columns): empty input, no hits, never an error
-    n = len(rows)
-    if normalize:  # the same rule and messages as rrf
-        if not any(w > 0 for w in weights):
-            raise ValueError("normalize=True needs at least one list with a positive weight")
-        best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
-        if not (best_possible > 0 and math.isfinite(best_possible)):
-            raise ValueError(f"normalize=True: the largest possible score is {best_possible}")
-    read = [i for i in range(n) if weights[i] != 0]
-    depth = max((len(rows[i]) for i in read), default=0)
-    if window is not None:
-        depth = min(depth, window)
-    found: dict = {}  # key -> list of Contribution, in first-appearance order
-    for position in range(depth):
-        rank = position + 1
-        for i in read:
-            if position >= len(rows[i]) or rows[i][position] == pad:
-                continue
-            key = rows[i][position]
-            contributions = found.setdefault(key, [])
-            if duplicates != "sum" and any(c.list_index == i for c in contributions):
-                if duplicates == "error":
-                    raise ValueError(f"lists[{i}] has the key {key!r} more than once (rank {rank})")
-                continue
-            contributions.append(Contribution(i, rank, weights[i], weights[i] / (k + rank)))
-    hits = []  # (sum, (key, score, contributions))
-    for key, contributions in found.items():
-        total = canonical_sum(c.contribution for c in contributions)
-        if not math.isfinite(total):
-            raise ValueError(f"the score of key {key!r} is not finite ({total}): weights too large")
-        score = total
-        if normalize:
-            score = total / best_possible
-            if not math.isfinite(score):
-                raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
-        hits.append((total, (key, score, contributions)))
-    # As in rrf: ordered by the sums (normalising never reorders); the sort is stable, so ties
-    # stay in first-appearance order, or are sorted by key with tie_break="key".
-    hits.sort(key=lambda pair: -pair[0])
-    if tie_break == "key":
-        groups = itertools.groupby(hits, key=lambda pair: pair[0])
-        hits = [pair for _, group in groups for pair in sorted(group, key=lambda p: p[1][0])]
-    return [hit for _, hit in hits]
-
-
 def rrf_batch(
     lists: Iterable[Any],
     *,
@@ -675,61 +661,40 @@ def rrf_batch(
     n = len(arrays)
     n_queries = arrays[0].shape[0] if arrays else 0
     pad = _int64(pad, "pad")
-    k = _real(k, "k")
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k!r}")
-    if weights is None:
-        weights = [1.0] * n
-    else:
-        weights = _as_list(weights, "weights")
-        if len(weights) != n:
-            raise ValueError(f"weights has {len(weights)} values for {n} lists")
-        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(weights)]
-    if window is not None:
-        window = _integer(window, "window", 1)
-    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
-    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
-    offset = _integer(offset, "offset", 0)
-    if limit is not None:
-        limit = _integer(limit, "limit", 0)
-    if min_score is not None:
-        min_score = _real(min_score, "min_score")
-    normalize = _flag(normalize, "normalize")
+    o = _options(n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize)
     trace = _flag(trace, "trace")
     if threads is not None:
         _integer(threads, "threads", 1)
 
-    # 2. Every row on its own, in order; the first error wins.
+    # 2. Every row on its own, in order, as rrf with pads for holes; the first error wins.
     pages = []
     for q in range(n_queries):
         rows = [a[q].tolist() for a in arrays]
         try:
-            hits = _fuse_row(rows, pad, k, weights, window, duplicates, tie_break, normalize)
+            pages.append(_fuse(rows, o, [None] * n, True, is_hole=lambda x: x == pad))
         except ValueError as e:
             raise ValueError(f"row {q}: {e}") from None
-        if min_score is not None:
-            hits = [h for h in hits if h[1] >= min_score]
-        end = None if limit is None else offset + limit
-        pages.append(hits[offset:end])
 
     # 3. The arrays.
-    if limit is None:
+    if o.limit is None:
         width = max((len(p) for p in pages), default=0)
     else:
-        cap = sum(min(a.shape[1], window or a.shape[1]) for a, w in zip(arrays, weights) if w != 0)
-        width = min(limit, cap)
+        cap = sum(
+            min(a.shape[1], o.window or a.shape[1]) for a, w in zip(arrays, o.weights) if w != 0
+        )
+        width = min(o.limit, cap)
     ids = np.full((n_queries, width), pad, dtype=np.int64)
     scores = np.full((n_queries, width), np.nan, dtype=np.float64)
     counts = np.array([len(p) for p in pages], dtype=np.int64)
     ranks = np.zeros((n_queries, width, n), dtype=np.int32) if trace else None
     contributions = np.zeros((n_queries, width, n), dtype=np.float64) if trace else None
     for q, page in enumerate(pages):
-        for j, (key, score, contribs) in enumerate(page):
-            ids[q, j] = key
-            scores[q, j] = score
+        for j, hit in enumerate(page):
+            ids[q, j] = hit.key
+            scores[q, j] = hit.score
             if trace:
                 for i in range(n):
-                    mine = [c for c in contribs if c.list_index == i]
+                    mine = [c for c in hit.contributions if c.list_index == i]
                     if mine:
                         ranks[q, j, i] = mine[0].rank  # the first counted = the best rank
                         contributions[q, j, i] = canonical_sum(c.contribution for c in mine)
@@ -760,21 +725,9 @@ def rrf_many(
     raised by the keys themselves (their __hash__ or __eq__) propagate unchanged.
     """
     queries = _as_list(queries, "queries")
-    k = _real(k, "k")
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k!r}")
-    if weights is not None:
-        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(_as_list(weights, "weights"))]
-    if window is not None:
-        window = _integer(window, "window", 1)
-    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
-    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
-    offset = _integer(offset, "offset", 0)
-    if limit is not None:
-        limit = _integer(limit, "limit", 0)
-    if min_score is not None:
-        min_score = _real(min_score, "min_score")
-    normalize = _flag(normalize, "normalize")
+    o = _options(
+        None, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
+    )
     if scores is not None:
         scores = _as_list(scores, "scores")
         if len(scores) != len(queries):
@@ -787,15 +740,15 @@ def rrf_many(
         try:
             hits = rrf(
                 lists,
-                k=k,
-                weights=weights,
-                window=window,
-                duplicates=duplicates,
-                tie_break=tie_break,
-                offset=offset,
-                limit=limit,
-                min_score=min_score,
-                normalize=normalize,
+                k=o.k,
+                weights=o.weights,
+                window=o.window,
+                duplicates=o.duplicates,
+                tie_break=o.tie_break,
+                offset=o.offset,
+                limit=o.limit,
+                min_score=o.min_score,
+                normalize=o.normalize,
                 scores=None if scores is None else scores[q],
                 trace=trace,
             )

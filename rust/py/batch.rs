@@ -22,13 +22,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyTuple};
 
-use super::args::{as_tuple, choice, flag, int64, integer, real, Arg};
+use super::args::{as_tuple, flag, int64, integer, real, shared_params, Arg};
 use super::errors::{to_pyerr, BindError};
 use super::keys::exact_ints;
 use super::results::{Contribution, Hit};
 use super::rrf::{build_hits, fuse, RrfArgs};
 use crate::batch::{self, IdMatrix, Output, Query, QueryHits, RowParams};
-use crate::fusion::{self, Duplicates, Params, Plan, TieBreak};
+use crate::fusion::{self, Params, Plan, TieBreak};
 use crate::pool;
 
 /// The result of `rrf_batch`. Unpacks as `ids, scores, counts`.
@@ -254,84 +254,6 @@ fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<'py>
         ids: Ids::Converted(ro),
         rows,
         cols,
-    })
-}
-
-/// The keyword arguments rrf_batch and rrf_many share with rrf (k .. normalize), checked in the
-/// reference's order. `n_lists`: the number of lists `weights` must match (rrf_batch), or None
-/// when it is checked per query (rrf_many).
-#[allow(clippy::too_many_arguments)]
-fn shared_params(
-    k: Arg<'_>,
-    weights: Option<Bound<'_, PyAny>>,
-    n_lists: Option<usize>,
-    window: Option<Bound<'_, PyAny>>,
-    duplicates: Arg<'_>,
-    tie_break: Arg<'_>,
-    offset: Arg<'_>,
-    limit: Option<Bound<'_, PyAny>>,
-    min_score: Option<Bound<'_, PyAny>>,
-    normalize: Arg<'_>,
-) -> PyResult<Params> {
-    let k = match k {
-        Arg::Missing => 60.0,
-        Arg::Given(v) => {
-            let k = real(&v, "k", true)?;
-            if k < 0.0 {
-                return Err(PyValueError::new_err(format!(
-                    "k must be >= 0, got {}",
-                    k.into_pyobject(v.py())?.repr()?
-                )));
-            }
-            k
-        }
-    };
-    let weights = match weights {
-        None => None,
-        Some(w) => {
-            let w = as_tuple(&w, "weights")?;
-            if let Some(n) = n_lists {
-                fusion::check_weights_len(w.len(), n)?;
-            }
-            Some(
-                w.iter()
-                    .enumerate()
-                    .map(|(i, x)| real(&x, &format!("weights[{i}]"), true))
-                    .collect::<PyResult<Vec<f64>>>()?,
-            )
-        }
-    };
-    let window = window.map(|w| integer(&w, "window", 1)).transpose()?;
-    let duplicates = match duplicates {
-        Arg::Missing => Duplicates::First,
-        Arg::Given(v) => Duplicates::parse(choice(&v, "duplicates", &["first", "sum", "error"])?)
-            .unwrap_or(Duplicates::First),
-    };
-    let tie_break = match tie_break {
-        Arg::Missing => TieBreak::BestRank,
-        Arg::Given(v) => TieBreak::parse(choice(&v, "tie_break", &["best_rank", "key"])?)
-            .unwrap_or(TieBreak::BestRank),
-    };
-    let offset = match offset {
-        Arg::Missing => 0,
-        Arg::Given(v) => integer(&v, "offset", 0)?,
-    };
-    let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
-    let min_score = min_score.map(|m| real(&m, "min_score", true)).transpose()?;
-    let normalize = match normalize {
-        Arg::Missing => false,
-        Arg::Given(v) => flag(&v, "normalize")?,
-    };
-    Ok(Params {
-        k,
-        weights,
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
     })
 }
 

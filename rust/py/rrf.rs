@@ -4,11 +4,11 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use super::args::{as_tuple, choice, flag, integer, real, Arg};
+use super::args::{as_tuple, flag, real, shared_params, Arg};
 use super::errors::{to_pyerr, BindError};
 use super::keys::{exact_ints, PyInterner};
 use super::results::{Contribution, Hit};
-use crate::fusion::{self, Duplicates, Params, Plan, Scan, Scores, TieBreak};
+use crate::fusion::{self, Params, Plan, Scan, Scores, TieBreak};
 
 /// Everything `rrf` needs, extracted and checked in the reference's order.
 pub struct RrfArgs<'py> {
@@ -41,53 +41,18 @@ pub fn extract_args<'py>(
         .map(|(i, l)| as_tuple(&l, &format!("lists[{i}]")))
         .collect::<PyResult<Vec<_>>>()?;
     let n = lists.len();
-    let k = match k {
-        Arg::Missing => 60.0,
-        Arg::Given(v) => {
-            let k = real(&v, "k", true)?;
-            if k < 0.0 {
-                return Err(PyValueError::new_err(format!(
-                    "k must be >= 0, got {}",
-                    k.into_pyobject(v.py())?.repr()?
-                )));
-            }
-            k
-        }
-    };
-    let weights = match weights {
-        None => None,
-        Some(w) => {
-            let w = as_tuple(&w, "weights")?;
-            fusion::check_weights_len(w.len(), n)?;
-            Some(
-                w.iter()
-                    .enumerate()
-                    .map(|(i, x)| real(&x, &format!("weights[{i}]"), true))
-                    .collect::<PyResult<Vec<f64>>>()?,
-            )
-        }
-    };
-    let window = window.map(|w| integer(&w, "window", 1)).transpose()?;
-    let duplicates = match duplicates {
-        Arg::Missing => Duplicates::First,
-        Arg::Given(v) => Duplicates::parse(choice(&v, "duplicates", &["first", "sum", "error"])?)
-            .unwrap_or(Duplicates::First),
-    };
-    let tie_break = match tie_break {
-        Arg::Missing => TieBreak::BestRank,
-        Arg::Given(v) => TieBreak::parse(choice(&v, "tie_break", &["best_rank", "key"])?)
-            .unwrap_or(TieBreak::BestRank),
-    };
-    let offset = match offset {
-        Arg::Missing => 0,
-        Arg::Given(v) => integer(&v, "offset", 0)?,
-    };
-    let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
-    let min_score = min_score.map(|m| real(&m, "min_score", true)).transpose()?;
-    let normalize = match normalize {
-        Arg::Missing => false,
-        Arg::Given(v) => flag(&v, "normalize")?,
-    };
+    let params = shared_params(
+        k,
+        weights,
+        Some(n),
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
+    )?;
     let mut raw_scores = vec![None; n];
     if let Some(s) = scores {
         let s = as_tuple(&s, "scores")?;
@@ -125,17 +90,7 @@ pub fn extract_args<'py>(
     };
     Ok(RrfArgs {
         lists,
-        params: Params {
-            k,
-            weights,
-            window,
-            duplicates,
-            tie_break,
-            offset,
-            limit,
-            min_score,
-            normalize,
-        },
+        params,
         raw_scores,
         trace,
     })
