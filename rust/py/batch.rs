@@ -22,11 +22,11 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyTuple};
 
-use super::args::{as_tuple, flag, int64, integer, real, shared_params, Arg};
+use super::args::{as_tuple, flag, int64, integer, shared_params, Arg};
 use super::errors::{to_pyerr, BindError};
 use super::keys::exact_ints;
 use super::results::{Contribution, Hit};
-use super::rrf::{build_hits, fuse, RrfArgs};
+use super::rrf::{build_hits, extract_raw_scores, fuse, RrfArgs};
 use crate::batch::{self, IdMatrix, Output, Query, QueryHits, RowParams};
 use crate::fusion::{self, Params, Plan, TieBreak};
 use crate::pool;
@@ -510,37 +510,7 @@ fn query_args<'py>(
     if let Some(w) = &params.weights {
         fusion::check_weights_len(w.len(), n)?;
     }
-    let mut raw_scores = vec![None; n];
-    if let Some(s) = scores.filter(|s| !s.is_none()) {
-        let s = as_tuple(&s, "scores")?;
-        if s.len() != n {
-            return Err(PyValueError::new_err(format!(
-                "scores has {} entries for {n} lists",
-                s.len()
-            )));
-        }
-        for (i, item) in s.iter().enumerate() {
-            if item.is_none() {
-                continue;
-            }
-            let name = format!("scores[{i}]");
-            let values = as_tuple(&item, &name)?;
-            if values.len() != lists[i].len() {
-                return Err(PyValueError::new_err(format!(
-                    "{name} has {} values for {} keys",
-                    values.len(),
-                    lists[i].len()
-                )));
-            }
-            raw_scores[i] = Some(
-                values
-                    .iter()
-                    .enumerate()
-                    .map(|(j, x)| real(&x, &format!("{name}[{j}]"), false))
-                    .collect::<PyResult<Vec<f64>>>()?,
-            );
-        }
-    }
+    let raw_scores = extract_raw_scores(scores, &lists)?;
     Ok(RrfArgs {
         lists,
         params: params.clone(),

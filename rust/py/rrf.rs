@@ -53,37 +53,7 @@ pub fn extract_args<'py>(
         min_score,
         normalize,
     )?;
-    let mut raw_scores = vec![None; n];
-    if let Some(s) = scores {
-        let s = as_tuple(&s, "scores")?;
-        if s.len() != n {
-            return Err(PyValueError::new_err(format!(
-                "scores has {} entries for {n} lists",
-                s.len()
-            )));
-        }
-        for (i, item) in s.iter().enumerate() {
-            if item.is_none() {
-                continue;
-            }
-            let name = format!("scores[{i}]");
-            let values = as_tuple(&item, &name)?;
-            if values.len() != lists[i].len() {
-                return Err(PyValueError::new_err(format!(
-                    "{name} has {} values for {} keys",
-                    values.len(),
-                    lists[i].len()
-                )));
-            }
-            raw_scores[i] = Some(
-                values
-                    .iter()
-                    .enumerate()
-                    .map(|(j, x)| real(&x, &format!("{name}[{j}]"), true))
-                    .collect::<PyResult<Vec<f64>>>()?,
-            );
-        }
-    }
+    let raw_scores = extract_raw_scores(scores, &lists)?;
     let trace = match trace {
         Arg::Missing => false,
         Arg::Given(v) => flag(&v, "trace")?,
@@ -94,6 +64,47 @@ pub fn extract_args<'py>(
         raw_scores,
         trace,
     })
+}
+
+/// `scores=`: per list, None or the list's raw scores (finite reals), aligned with the list.
+pub fn extract_raw_scores<'py>(
+    scores: Option<Bound<'py, PyAny>>,
+    lists: &[Bound<'py, PyTuple>],
+) -> PyResult<Vec<Option<Vec<f64>>>> {
+    let n = lists.len();
+    let mut raw_scores = vec![None; n];
+    let Some(s) = scores.filter(|s| !s.is_none()) else {
+        return Ok(raw_scores);
+    };
+    let s = as_tuple(&s, "scores")?;
+    if s.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "scores has {} entries for {n} lists",
+            s.len()
+        )));
+    }
+    for (i, item) in s.iter().enumerate() {
+        if item.is_none() {
+            continue;
+        }
+        let name = format!("scores[{i}]");
+        let values = as_tuple(&item, &name)?;
+        if values.len() != lists[i].len() {
+            return Err(PyValueError::new_err(format!(
+                "{name} has {} values for {} keys",
+                values.len(),
+                lists[i].len()
+            )));
+        }
+        raw_scores[i] = Some(
+            values
+                .iter()
+                .enumerate()
+                .map(|(j, x)| real(&x, &format!("{name}[{j}]"), true))
+                .collect::<PyResult<Vec<f64>>>()?,
+        );
+    }
+    Ok(raw_scores)
 }
 
 /// The fused result before Python objects are built: the scan, the scores, and the key ids of the
