@@ -17,7 +17,8 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::fusion::{
-    self, canonical_sum, contribution, Duplicates, Hasher, Occurrence, Params, TieBreak,
+    self, canonical_sum, contribution, returned_score, Duplicates, Hasher, Occurrence, Params,
+    TieBreak,
 };
 use crate::pool;
 
@@ -470,27 +471,10 @@ impl Workspace {
 
     /// Checks a key's score (and normalised score) finite, as `fusion::score` does.
     #[inline]
-    fn push_score(&mut self, key: usize, mut s: f64, normalizer: Option<f64>) -> Result<()> {
-        let (list_index, position) = self.keys[key].first;
-        if !s.is_finite() {
-            return Err(Error::NonFiniteScore {
-                list_index: list_index as usize,
-                position: position as usize,
-                score: s,
-                normalized: false,
-            });
-        }
-        if let Some(top) = normalizer {
-            self.sums.push(s);
-            s /= top;
-            if !s.is_finite() {
-                return Err(Error::NonFiniteScore {
-                    list_index: list_index as usize,
-                    position: position as usize,
-                    score: s,
-                    normalized: true,
-                });
-            }
+    fn push_score(&mut self, key: usize, sum: f64, normalizer: Option<f64>) -> Result<()> {
+        let s = returned_score(sum, self.keys[key].first, normalizer)?;
+        if normalizer.is_some() {
+            self.sums.push(sum);
         }
         self.scores.push(s);
         Ok(())

@@ -333,6 +333,32 @@ pub fn scan<E: From<Error>>(
     Ok(out)
 }
 
+/// The score returned for a key's canonical `sum`: checked finite, then divided by the
+/// normaliser when there is one and checked again. `first` locates the key for the error.
+#[inline]
+pub fn returned_score(sum: f64, first: (u32, u32), normalizer: Option<f64>) -> Result<f64> {
+    let error = |score: f64, normalized: bool| Error::NonFiniteScore {
+        list_index: first.0 as usize,
+        position: first.1 as usize,
+        score,
+        normalized,
+    };
+    if !sum.is_finite() {
+        return Err(error(sum, false));
+    }
+    match normalizer {
+        None => Ok(sum),
+        Some(top) => {
+            let s = sum / top;
+            if s.is_finite() {
+                Ok(s)
+            } else {
+                Err(error(s, true))
+            }
+        }
+    }
+}
+
 /// Per-key scores and, grouped by key, the occurrences behind them.
 #[derive(Clone, Debug, Default)]
 pub struct Scores {
@@ -399,27 +425,10 @@ pub fn score(scan: &Scan, weights: &[f64], k: f64, normalizer: Option<f64>) -> R
             occs.iter()
                 .map(|o| contribution(weights[o.list as usize], k, o.position)),
         );
-        let mut s = canonical_sum(&mut values);
-        let (list_index, position) = scan.first_seen[key];
-        if !s.is_finite() {
-            return Err(Error::NonFiniteScore {
-                list_index: list_index as usize,
-                position: position as usize,
-                score: s,
-                normalized: false,
-            });
-        }
-        if let Some(top) = normalizer {
-            sums.push(s);
-            s /= top;
-            if !s.is_finite() {
-                return Err(Error::NonFiniteScore {
-                    list_index: list_index as usize,
-                    position: position as usize,
-                    score: s,
-                    normalized: true,
-                });
-            }
+        let sum = canonical_sum(&mut values);
+        let s = returned_score(sum, scan.first_seen[key], normalizer)?;
+        if normalizer.is_some() {
+            sums.push(sum);
         }
         scores.push(s);
     }

@@ -24,9 +24,8 @@ use pyo3::types::{PyList, PyString, PyTuple};
 
 use super::args::{as_tuple, flag, int64, integer, shared_params, Arg};
 use super::errors::{to_pyerr, BindError};
-use super::keys::exact_ints;
-use super::results::{Contribution, Hit};
-use super::rrf::{build_hits, extract_raw_scores, fuse, RrfArgs};
+use super::keys::{exact_ints, read_tokens};
+use super::rrf::{build_hits, extract_raw_scores, fuse, new_hit, RrfArgs};
 use crate::batch::{self, IdMatrix, Output, Query, QueryHits, RowParams};
 use crate::fusion::{self, Params, Plan, TieBreak};
 use crate::pool;
@@ -446,26 +445,11 @@ impl StrTokens {
         self.table.clear();
         self.hashes.clear();
         self.objects.clear();
-        let mut out = Vec::with_capacity(lists.len());
-        for (list, &w) in lists.iter().zip(weights) {
-            if w == 0.0 {
-                out.push(Vec::new());
-                continue;
-            }
-            let n = list.len().min(window.unwrap_or(usize::MAX));
-            let mut tokens = Vec::with_capacity(n);
-            for i in 0..n {
-                // SAFETY: i < len; the tuple keeps the item alive for this query.
-                let item = unsafe { list.get_borrowed_item_unchecked(i) };
-                if !item.is_exact_instance_of::<PyString>() {
-                    return None;
-                }
-                // SAFETY: an exact str, alive as long as the tuple; GIL held.
-                tokens.push(unsafe { self.token(item.as_ptr()) });
-            }
-            out.push(tokens);
-        }
-        Some(out)
+        read_tokens(lists, weights, window, |item| {
+            // SAFETY: an exact str, alive as long as the tuple; GIL held.
+            item.is_exact_instance_of::<PyString>()
+                .then(|| unsafe { self.token(item.as_ptr()) })
+        })
     }
 }
 
@@ -526,45 +510,17 @@ fn fast_hits<'py>(
     plan: &Plan,
     fused: &QueryHits,
 ) -> PyResult<Bound<'py, PyList>> {
-    let k = args.params.k;
     let hits = fused
         .hits
         .iter()
         .enumerate()
         .map(|(j, &(l, pos, score))| {
-            let key = args.lists[l as usize].get_item(pos as usize)?.unbind();
-            let contributions = if args.trace {
-                let occs = &fused.trace[fused.trace_offsets[j]..fused.trace_offsets[j + 1]];
-                let items = occs
-                    .iter()
-                    .map(|o| {
-                        let w = plan.weights[o.list as usize];
-                        Py::new(
-                            py,
-                            Contribution {
-                                list_index: o.list as usize,
-                                rank: o.position as usize + 1,
-                                weight: w,
-                                contribution: fusion::contribution(w, k, o.position),
-                                score: args.raw_scores[o.list as usize]
-                                    .as_ref()
-                                    .map(|v| v[o.position as usize]),
-                            },
-                        )
-                    })
-                    .collect::<PyResult<Vec<_>>>()?;
-                Some(PyTuple::new(py, items)?.unbind())
+            let occs = if args.trace {
+                &fused.trace[fused.trace_offsets[j]..fused.trace_offsets[j + 1]]
             } else {
-                None
+                &[]
             };
-            Py::new(
-                py,
-                Hit {
-                    key,
-                    score,
-                    contributions,
-                },
-            )
+            new_hit(py, args, plan, (l, pos), score, occs)
         })
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, hits)

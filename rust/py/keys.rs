@@ -12,13 +12,14 @@ use pyo3::{ffi, Borrowed};
 
 use super::args::repr;
 
-/// The read part of every list as i64, when every item that will be read (lists of non-zero
-/// weight, first `window` items) is an exact `int` that fits in i64. Lists that are not read are
-/// left empty. `None` when another key type is met.
-pub fn exact_ints(
-    lists: &[Bound<'_, PyTuple>],
+/// The read part of every list (lists of non-zero weight, first `window` items) mapped item by
+/// item through `token`; lists that are not read are left empty. `None` as soon as `token`
+/// declines an item.
+pub fn read_tokens<'a, 'py>(
+    lists: &'a [Bound<'py, PyTuple>],
     weights: &[f64],
     window: Option<usize>,
+    mut token: impl FnMut(Borrowed<'a, 'py, PyAny>) -> Option<i64>,
 ) -> Option<Vec<Vec<i64>>> {
     let mut out = Vec::with_capacity(lists.len());
     for (list, &w) in lists.iter().zip(weights) {
@@ -27,25 +28,33 @@ pub fn exact_ints(
             continue;
         }
         let n = list.len().min(window.unwrap_or(usize::MAX));
-        let mut ints = Vec::with_capacity(n);
+        let mut tokens = Vec::with_capacity(n);
         for i in 0..n {
             // SAFETY: i < len.
-            let item = unsafe { list.get_borrowed_item_unchecked(i) };
-            if !item.is_exact_instance_of::<PyInt>() {
-                return None;
-            }
-            // SAFETY: an exact int. Overflow is reported through `overflow` (no exception is
-            // set) and sends us to the Python path; an exact int raises nothing else.
-            let mut overflow = 0;
-            let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
-            if overflow != 0 {
-                return None;
-            }
-            ints.push(v);
+            tokens.push(token(unsafe { list.get_borrowed_item_unchecked(i) })?);
         }
-        out.push(ints);
+        out.push(tokens);
     }
     Some(out)
+}
+
+/// The read part of every list as i64, when every item that will be read is an exact `int`
+/// that fits in i64 (see `read_tokens`). `None` when another key type is met.
+pub fn exact_ints(
+    lists: &[Bound<'_, PyTuple>],
+    weights: &[f64],
+    window: Option<usize>,
+) -> Option<Vec<Vec<i64>>> {
+    read_tokens(lists, weights, window, |item| {
+        if !item.is_exact_instance_of::<PyInt>() {
+            return None;
+        }
+        // SAFETY: an exact int. Overflow is reported through `overflow` (no exception is set)
+        // and sends us to the Python path; an exact int raises nothing else.
+        let mut overflow = 0;
+        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
+        (overflow == 0).then_some(v)
+    })
 }
 
 pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {

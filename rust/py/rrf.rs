@@ -8,7 +8,7 @@ use super::args::{as_tuple, flag, real, shared_params, Arg};
 use super::errors::{to_pyerr, BindError};
 use super::keys::{exact_ints, PyInterner};
 use super::results::{Contribution, Hit};
-use crate::fusion::{self, Params, Plan, Scan, Scores, TieBreak};
+use crate::fusion::{self, Occurrence, Params, Plan, Scan, Scores, TieBreak};
 
 /// Everything `rrf` needs, extracted and checked in the reference's order.
 pub struct RrfArgs<'py> {
@@ -241,6 +241,52 @@ fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
     err
 }
 
+/// One Python hit: the key object at (`list`, `position`) of the input, its score and, when
+/// tracing, its contributions from `occurrences` (already ordered by list, then position).
+pub fn new_hit(
+    py: Python<'_>,
+    args: &RrfArgs<'_>,
+    plan: &Plan,
+    (list, position): (u32, u32),
+    score: f64,
+    occurrences: &[Occurrence],
+) -> PyResult<Py<Hit>> {
+    let key = args.lists[list as usize]
+        .get_item(position as usize)?
+        .unbind();
+    let contributions = if args.trace {
+        let items = occurrences
+            .iter()
+            .map(|o| {
+                let w = plan.weights[o.list as usize];
+                Py::new(
+                    py,
+                    Contribution {
+                        list_index: o.list as usize,
+                        rank: o.position as usize + 1,
+                        weight: w,
+                        contribution: fusion::contribution(w, args.params.k, o.position),
+                        score: args.raw_scores[o.list as usize]
+                            .as_ref()
+                            .map(|v| v[o.position as usize]),
+                    },
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Some(PyTuple::new(py, items)?.unbind())
+    } else {
+        None
+    };
+    Py::new(
+        py,
+        Hit {
+            key,
+            score,
+            contributions,
+        },
+    )
+}
+
 /// Builds the Python hits of the page.
 pub fn build_hits<'py>(
     py: Python<'py>,
@@ -248,48 +294,25 @@ pub fn build_hits<'py>(
     plan: &Plan,
     fused: &Fused,
 ) -> PyResult<Bound<'py, PyList>> {
-    let k = args.params.k;
+    let mut occs = Vec::new();
     let hits = fused
         .page
         .iter()
         .map(|&id| {
-            let (l, pos) = fused.scan.first_seen[id as usize];
-            let key = args.lists[l as usize].get_item(pos as usize)?.unbind();
-            let contributions = if args.trace {
+            occs.clear();
+            if args.trace {
                 let s = &fused.scores;
-                let mut occs = s.occurrences
-                    [s.offsets[id as usize] as usize..s.offsets[id as usize + 1] as usize]
-                    .to_vec();
-                occs.sort_unstable_by_key(|o| (o.list, o.position));
-                let items = occs
-                    .iter()
-                    .map(|o| {
-                        let w = plan.weights[o.list as usize];
-                        Py::new(
-                            py,
-                            Contribution {
-                                list_index: o.list as usize,
-                                rank: o.position as usize + 1,
-                                weight: w,
-                                contribution: fusion::contribution(w, k, o.position),
-                                score: args.raw_scores[o.list as usize]
-                                    .as_ref()
-                                    .map(|v| v[o.position as usize]),
-                            },
-                        )
-                    })
-                    .collect::<PyResult<Vec<_>>>()?;
-                Some(PyTuple::new(py, items)?.unbind())
-            } else {
-                None
-            };
-            Py::new(
+                let (a, b) = (s.offsets[id as usize], s.offsets[id as usize + 1]);
+                occs.extend_from_slice(&s.occurrences[a as usize..b as usize]);
+                occs.sort_unstable_by_key(|o: &Occurrence| (o.list, o.position));
+            }
+            new_hit(
                 py,
-                Hit {
-                    key,
-                    score: fused.scores.scores[id as usize],
-                    contributions,
-                },
+                args,
+                plan,
+                fused.scan.first_seen[id as usize],
+                fused.scores.scores[id as usize],
+                &occs,
             )
         })
         .collect::<PyResult<Vec<_>>>()?;
