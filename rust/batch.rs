@@ -20,6 +20,7 @@ use crate::fusion::{
     self, canonical_sum, contribution, returned_score, Duplicates, Hasher, Occurrence, Params,
     TieBreak,
 };
+use crate::memory;
 use crate::pool;
 
 /// One list of a batch: a (rows, cols) matrix of i64 ids in row-major order.
@@ -155,17 +156,18 @@ impl IdTable {
     fn get_or_insert(&mut self, key: i64, next: u32) -> u32 {
         let mut i = self.slot_of(key);
         loop {
-            let s = &mut self.slots[i];
-            if s.generation != self.generation {
-                *s = Slot {
+            let s = self.slots[i];
+            let empty = s.generation != self.generation;
+            // Taken unless the slot holds another key; the slot is written either way
+            // (unchanged when the key is there).
+            if empty | (s.key == key) {
+                let id = if empty { next } else { s.id };
+                self.slots[i] = Slot {
                     key,
-                    id: next,
+                    id,
                     generation: self.generation,
                 };
-                return next;
-            }
-            if s.key == key {
-                return s.id;
+                return id;
             }
             i = (i + 1) & self.mask;
         }
@@ -201,10 +203,15 @@ struct KeyInfo {
 pub struct Workspace {
     ids: IdTable,
     read: Vec<usize>,
-    /// Key id -> key.
     /// Key id -> the key, the lists (slots among the lists read) it was counted in, and its
-    /// first occurrence in scan order: one push per new key.
+    /// first occurrence in scan order. Only the first `n_keys` entries are the row's: the
+    /// buffer is longer, so that the scan can write the next entry before it knows whether
+    /// the key is new (no branch to mispredict).
     keys: Vec<KeyInfo>,
+    n_keys: usize,
+    /// Whether the dense scan records each contribution's (list, position): only traces read
+    /// them.
+    keep_occurrences: bool,
     seen_set: HashSet<(u32, u32), Hasher>,
     occurrences: Vec<Occurrence>,
     offsets: Vec<u32>,
@@ -231,9 +238,34 @@ pub struct Workspace {
 /// Dense mode is used with at most this many lists read (and duplicates "first" or "error").
 const DENSE_MAX_LISTS: usize = 8;
 
+/// The number of bits set in the seen-lists bits of a key in dense mode (below 2^8): a table,
+/// since the portable x86-64 target has no popcount instruction and its emulation is slow.
+#[inline]
+fn ones(seen: u64) -> usize {
+    const ONES: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = (i as u32).count_ones() as u8;
+            i += 1;
+        }
+        t
+    };
+    ONES[(seen & 0xFF) as usize] as usize
+}
+
 impl Workspace {
     pub fn new() -> Self {
-        Self::default()
+        Self::for_trace(true)
+    }
+
+    /// A workspace for rows whose traces are (`trace`) or are not read: without traces the
+    /// dense scan does not record where each contribution came from.
+    pub fn for_trace(trace: bool) -> Self {
+        Workspace {
+            keep_occurrences: trace,
+            ..Self::default()
+        }
     }
 
     /// Fuses one row: `rows[i]` is list i's row (any length), `weights[i]` its weight. Afterwards
@@ -267,14 +299,14 @@ impl Workspace {
         Ok(())
     }
 
-    fn scan(
+    pub fn scan(
         &mut self,
         rows: &[&[i64]],
         weights: &[f64],
         p: &RowParams,
         table: Option<&[Vec<f64>]>,
     ) -> Result<()> {
-        self.keys.clear();
+        self.n_keys = 0;
         self.seen_set.clear();
         self.occurrences.clear();
         self.read.clear();
@@ -286,6 +318,16 @@ impl Workspace {
         }
         let most_keys: usize = self.read.iter().map(|&i| rows[i].len().min(depth)).sum();
         self.ids.reset(most_keys);
+        if self.keys.len() <= most_keys {
+            self.keys.resize(
+                most_keys + 1,
+                KeyInfo {
+                    key: 0,
+                    seen: 0,
+                    first: (0, 0),
+                },
+            );
+        }
         let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
         let check = p.duplicates != Duplicates::Sum;
         let bits = self.read.len() <= 64;
@@ -308,14 +350,15 @@ impl Workspace {
                 if has_pad && key == pad {
                     continue;
                 }
-                let next = self.keys.len() as u32;
+                let next = self.n_keys as u32;
                 let id = self.ids.get_or_insert(key, next);
                 if id == next {
-                    self.keys.push(KeyInfo {
+                    self.keys[self.n_keys] = KeyInfo {
                         key,
                         seen: 0,
                         first: (list as u32, position as u32),
-                    });
+                    };
+                    self.n_keys += 1;
                 }
                 if check {
                     let repeated = if bits {
@@ -349,7 +392,8 @@ impl Workspace {
 
     /// The scan in dense mode: at most 8 lists read, each key counted at most once per list, so
     /// a key's seen-lists bits also count its contributions (their popcount), and its slots are
-    /// written in place.
+    /// written in place. Whether a key is new is random in fused lists, so the loop has no
+    /// branch on it: the next key's entry is written every time and counts only when it is new.
     fn scan_dense(
         &mut self,
         rows: &[&[i64]],
@@ -360,6 +404,8 @@ impl Workspace {
     ) -> Result<()> {
         let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
         let (k, stride) = (p.k, self.stride);
+        let keep_occurrences = self.keep_occurrences;
+        let mut n_keys = 0;
         for position in 0..depth {
             for (slot, &list) in self.read.iter().enumerate() {
                 let Some(&key) = rows[list].get(position) else {
@@ -369,50 +415,69 @@ impl Workspace {
                     continue;
                 }
                 let mask = 1u64 << slot;
-                let next = self.keys.len() as u32;
+                let next = n_keys as u32;
                 let id = self.ids.get_or_insert(key, next);
-                let at = if id == next {
-                    self.keys.push(KeyInfo {
-                        key,
-                        seen: mask,
-                        first: (list as u32, position as u32),
-                    });
-                    id as usize * stride
-                } else {
-                    let b = &mut self.keys[id as usize].seen;
-                    if *b & mask != 0 {
-                        if p.duplicates == Duplicates::Error {
-                            return Err(Error::DuplicateKey {
-                                list_index: list,
-                                position,
-                            });
-                        }
-                        continue;
-                    }
-                    let at = id as usize * stride + b.count_ones() as usize;
-                    *b |= mask;
-                    at
+                self.keys[n_keys] = KeyInfo {
+                    key,
+                    seen: 0,
+                    first: (list as u32, position as u32),
                 };
+                n_keys += (id == next) as usize;
+                let info = &mut self.keys[id as usize];
+                let seen = info.seen;
+                if seen & mask != 0 {
+                    if p.duplicates == Duplicates::Error {
+                        return Err(Error::DuplicateKey {
+                            list_index: list,
+                            position,
+                        });
+                    }
+                    continue;
+                }
+                info.seen = seen | mask;
+                let at = id as usize * stride + ones(seen);
                 self.slot_values[at] = match table {
                     Some(t) => t[list][position],
                     None => contribution(weights[list], k, position as u32),
                 };
-                self.slot_occurrences[at] = (list as u32, position as u32);
+                if keep_occurrences {
+                    self.slot_occurrences[at] = (list as u32, position as u32);
+                }
             }
         }
+        self.n_keys = n_keys;
         Ok(())
     }
 
     /// In dense mode, how many contributions key `id` has.
     #[inline]
     fn dense_count(&self, id: usize) -> usize {
-        self.keys[id].seen.count_ones() as usize
+        ones(self.keys[id].seen)
     }
 
-    fn score(&mut self, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<()> {
-        let n_keys = self.keys.len();
+    pub fn score(&mut self, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<()> {
+        let n_keys = self.n_keys;
         self.scores.clear();
         self.sums.clear();
+        if self.dense && self.stride == 2 {
+            // Two lists: a key has one or two contributions, at random. Without a branch on
+            // which: a missing second one reads as +0.0, and the canonical sum of (a, +0.0) is
+            // bit for bit that of (a) (a sum started at +0.0 is never -0.0, so adding +0.0
+            // changes nothing).
+            for key in 0..n_keys {
+                let at = key * 2;
+                let a = self.slot_values[at];
+                let second = self.slot_values[at + 1];
+                let b = if self.keys[key].seen == 0b11 {
+                    second
+                } else {
+                    0.0
+                };
+                let (lo, hi) = if b < a { (b, a) } else { (a, b) };
+                self.push_score(key, 0.0 + lo + hi, normalizer)?;
+            }
+            return Ok(());
+        }
         if self.dense {
             for key in 0..n_keys {
                 let at = key * self.stride;
@@ -480,7 +545,7 @@ impl Workspace {
         Ok(())
     }
 
-    fn rank(&mut self, p: &RowParams) {
+    pub fn rank(&mut self, p: &RowParams) {
         let n_keys = self.scores.len();
         if p.tie_break == TieBreak::BestRank && p.limit.is_none() && n_keys < 1 << 31 {
             return self.rank_all(p);
@@ -554,7 +619,14 @@ impl Workspace {
             while end < packed.len() && packed[end] & !low == head {
                 end += 1;
             }
-            if end - start > 1 {
+            let exact_tie = || {
+                let first = descending_bits(by[(packed[start] & low) as usize]);
+                packed[start + 1..end]
+                    .iter()
+                    .all(|&x| descending_bits(by[(x & low) as usize]) == first)
+            };
+            if end - start > 1 && !exact_tie() {
+                // Scores that differ only in the replaced low bits: sort them by the full score.
                 order.clear();
                 order.extend(packed[start..end].iter().map(|&x| {
                     let id = (x & low) as usize;
@@ -568,7 +640,10 @@ impl Workspace {
                     *slot &= low;
                 }
             } else {
-                packed[start] &= low;
+                // One key, or keys of the very same score: already in id order.
+                for slot in &mut packed[start..end] {
+                    *slot &= low;
+                }
             }
             start = end;
         }
@@ -599,6 +674,10 @@ impl Workspace {
     /// The key's counted occurrences, in scan order (position, then list), appended to `out`.
     pub fn occurrences_into(&self, id: u32, out: &mut Vec<Occurrence>) {
         let id = id as usize;
+        debug_assert!(
+            self.keep_occurrences || !self.dense,
+            "a workspace without traces"
+        );
         if self.dense {
             let at = id * self.stride;
             out.extend(
@@ -628,6 +707,10 @@ impl Workspace {
             )
         };
         self.per_list.clear();
+        debug_assert!(
+            self.keep_occurrences || !self.dense,
+            "a workspace without traces"
+        );
         let i = id as usize;
         if self.dense {
             let at = i * self.stride;
@@ -892,7 +975,7 @@ fn fuse_chunk(
     rows: std::ops::Range<usize>,
     first_error: &AtomicUsize,
 ) -> std::result::Result<Chunk, BatchError> {
-    let mut ws = Workspace::new();
+    let mut ws = Workspace::for_trace(trace);
     let mut chunk = Chunk::default();
     // Room for the most hits the rows can have, so the buffers never move (untouched capacity
     // costs no memory).
@@ -903,8 +986,8 @@ fn fuse_chunk(
         .map(|(l, _)| l.cols().min(p.window.unwrap_or(usize::MAX)))
         .sum();
     let per_row = p.limit.map_or(per_row, |l| l.min(per_row));
-    chunk.ids.reserve(rows.len() * per_row);
-    chunk.scores.reserve(rows.len() * per_row);
+    chunk.ids = memory::vec_with_capacity(rows.len() * per_row);
+    chunk.scores = memory::vec_with_capacity(rows.len() * per_row);
     let mut row_lists: Vec<&[i64]> = Vec::with_capacity(lists.len());
     for q in rows {
         if q > first_error.load(AtomicOrdering::Relaxed) {
@@ -929,13 +1012,14 @@ fn fuse_chunk(
             return Err(BatchError::Row { row: q, error, key });
         }
         chunk.counts.push(ws.page().len());
-        for i in 0..ws.page().len() {
-            let id = ws.page()[i];
-            chunk.ids.push(ws.key(id));
-            chunk.scores.push(ws.score_of(id));
-            if trace {
+        chunk.ids.extend(ws.page().iter().map(|&id| ws.key(id)));
+        chunk
+            .scores
+            .extend(ws.page().iter().map(|&id| ws.score_of(id)));
+        if trace {
+            for i in 0..ws.page().len() {
                 chunk.trace_offsets.push(chunk.trace.len());
-                ws.per_list(id, weights, p.k, &mut chunk.trace);
+                ws.per_list(ws.page()[i], weights, p.k, &mut chunk.trace);
             }
         }
     }
@@ -1160,10 +1244,10 @@ pub fn fuse_queries(
                 .par_iter()
                 .enumerate()
                 .with_min_len(16)
-                .map_init(Workspace::new, fuse)
+                .map_init(|| Workspace::for_trace(trace), fuse)
                 .collect()
         } else {
-            let mut ws = Workspace::new();
+            let mut ws = Workspace::for_trace(trace);
             queries
                 .iter()
                 .enumerate()

@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod error;
 pub mod fusion;
+pub mod memory;
 pub mod pool;
 pub mod revalidate;
 pub mod trec;

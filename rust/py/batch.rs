@@ -28,6 +28,7 @@ use super::keys::{exact_ints, read_tokens};
 use super::rrf::{build_hits, extract_raw_scores, fuse, new_hit, RrfArgs};
 use crate::batch::{self, IdMatrix, Output, Query, QueryHits, RowParams};
 use crate::fusion::{self, Params, Plan, TieBreak};
+use crate::memory;
 use crate::pool;
 
 /// The result of `rrf_batch`. Unpacks as `ids, scores, counts`.
@@ -161,32 +162,10 @@ impl IdArray<'_> {
     }
 }
 
-/// A copy of `ids`. A large buffer is marked for transparent huge pages before it is first
-/// touched (as numpy does for its own arrays): fresh memory costs a page fault per 4 KiB page
-/// otherwise, a sizeable part of the copy.
+/// A copy of `ids`, in a buffer marked for huge pages (see `crate::memory`): fresh memory
+/// costs a page fault per 4 KiB page otherwise, a sizeable part of the copy.
 fn copy_ids(ids: &[i64]) -> Vec<i64> {
-    let mut copy: Vec<i64> = Vec::with_capacity(ids.len());
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let bytes = std::mem::size_of_val(ids);
-        if bytes >= 2 * HUGE {
-            let start = copy.as_mut_ptr() as usize;
-            let aligned = start.next_multiple_of(HUGE);
-            let end = (start + bytes) / HUGE * HUGE;
-            if end > aligned {
-                // SAFETY: the range lies inside the buffer just allocated; madvise only gives
-                // the kernel a hint about it, and its failure is harmless.
-                unsafe {
-                    libc::madvise(
-                        aligned as *mut libc::c_void,
-                        end - aligned,
-                        libc::MADV_HUGEPAGE,
-                    );
-                }
-            }
-        }
-    }
+    let mut copy: Vec<i64> = memory::vec_with_capacity(ids.len());
     copy.extend_from_slice(ids);
     copy
 }
