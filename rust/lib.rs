@@ -9,6 +9,7 @@ pub mod fusion;
 pub mod pool;
 pub mod revalidate;
 pub mod trec;
+pub mod trec_fuse;
 
 #[cfg(feature = "python")]
 mod py;
