@@ -12,8 +12,13 @@ per query shared by the runs, so that they overlap as real runs do).
 What is timed, per tool (best of ``--repeat``; imports excluded for ranx and trectools):
 - ``rankfusion fuse`` the command, in a subprocess: wall time including interpreter start-up
   (bytecode cached by the warm-up run, as in an installed package);
-- rankfusion in-process: ``trec.read_run`` x5 (parse), ``trec.fuse`` (rrf per query),
-  ``trec.write_run``, so the command's time splits into parse / fuse / write / start-up;
+- rankfusion native, in-process: what the command runs (no --qrels, no --trace): the files'
+  bytes read and parsed by the core into byte ranges (``trec._read_run_files``; the bytes and
+  the parse are also reported apart), fused and formatted by the core
+  (``trec._fuse_run_files``, reported as "fuse"), the bytes written atomically; so the command's
+  time splits into read / fuse / write / start-up;
+- rankfusion with Python objects, in-process: ``trec.read_run`` x5 (parse), ``trec.fuse`` (rrf
+  per query), ``trec.write_run`` (what the command runs with --qrels or --trace);
 - ranx: ``Run.from_file`` x5 + ``fuse(method="rrf")`` + ``Run.save(kind="trec")``, after one
   untimed pass over the same data (numba compiles per string length, so a toy warm-up is not
   enough);
@@ -36,7 +41,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import pytest
 
-from rankfusion import reference, trec
+from rankfusion import _core, reference, trec
 
 K = 60
 LIMIT = 1000
@@ -80,6 +85,29 @@ def ours_in_process(paths: Sequence[str], out: str) -> Dict[str, float]:
     trec.write_run(fused, out, tag="rankfusion")
     t3 = time.perf_counter()
     return {"read": t1 - t0, "fuse": t2 - t1, "write": t3 - t2, "total": t3 - t0}
+
+
+def ours_native(paths: Sequence[str], out: str) -> Dict[str, float]:
+    t0 = time.perf_counter()
+    datas = [trec._read_bytes(p, False) for p in paths]
+    t1 = time.perf_counter()
+    files = _core._parse_run_files(datas, paths, "score", "keep")
+    t2 = time.perf_counter()
+    assert all(isinstance(f, _core._RunFile) and len(f) for f in files)
+    data = trec._fuse_run_files(files, k=K, limit=LIMIT, tag="rankfusion")
+    t3 = time.perf_counter()
+    pending = trec._AtomicFile(out)
+    pending.write_bytes(data)
+    pending.commit()
+    t4 = time.perf_counter()
+    return {
+        "bytes": t1 - t0,
+        "parse": t2 - t1,
+        "read": t2 - t0,
+        "fuse": t3 - t2,
+        "write": t4 - t3,
+        "total": t4 - t0,
+    }
 
 
 def ours_command(paths: Sequence[str], out: str) -> Dict[str, float]:
@@ -182,13 +210,17 @@ def test_fuse_100_queries(benchmark, workload):
     assert len(fused) == 100
 
 
-@pytest.mark.parametrize("tool", ["rankfusion-command", "rankfusion", "ranx", "trectools"])
+@pytest.mark.parametrize(
+    "tool", ["rankfusion-command", "rankfusion-native", "rankfusion", "ranx", "trectools"]
+)
 def test_end_to_end(benchmark, workload, tool):
     folder, paths = workload
     out = os.path.join(folder, f"{tool}.run")
     benchmark.group = "trec read + fuse + write, 5 x 100 x 1000"
     if tool == "rankfusion-command":
         _pedantic(benchmark, ours_command, paths, out)
+    elif tool == "rankfusion-native":
+        _pedantic(benchmark, ours_native, paths, out)
     elif tool == "rankfusion":
         _pedantic(benchmark, ours_in_process, paths, out)
     elif tool == "ranx":
@@ -241,11 +273,23 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         rows["rankfusion fuse (command)"] = best_of(
             args.repeat, ours_command, paths, out.format("cmd")
         )
-        rows["rankfusion (in-process)"] = best_of(
+        rows["rankfusion native (in-process)"] = best_of(
+            args.repeat, ours_native, paths, out.format("native")
+        )
+        rows["rankfusion Python objects (in-process)"] = best_of(
             args.repeat, ours_in_process, paths, out.format("ours")
+        )
+        native = rows["rankfusion native (in-process)"]
+        notes.append(
+            f"native split: read the bytes {native['bytes']:.3f}, parse (Rust, "
+            f"{os.environ.get('RAYON_NUM_THREADS') or os.cpu_count()} threads) {native['parse']:.3f}, fuse + format (Rust) "
+            f"{native['fuse']:.3f}, write {native['write']:.3f}"
         )
         same = matches_reference(paths, out.format("cmd"))
         notes.append(f"rankfusion output == reference rrf (first 5 queries, bit for bit): {same}")
+        with open(out.format("cmd"), "rb") as a, open(out.format("ours"), "rb") as b:
+            same = a.read() == b.read()
+        notes.append(f"command output == Python-objects path output, byte for byte: {same}")
 
         if "ranx" not in skip:
             try:
@@ -276,12 +320,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 )
 
     command = rows["rankfusion fuse (command)"]["total"]
-    in_process = rows["rankfusion (in-process)"]["total"]
+    in_process = rows["rankfusion native (in-process)"]["total"]
     print(
         f"{args.runs} runs x {args.queries} queries x {args.docs} docs = {lines:,} lines, "
         f"RRF k={K}, top {LIMIT} written; best of {args.repeat}; seconds"
     )
-    header = ["tool", "read", "fuse", "write", "total", "x command", "x in-process"]
+    header = ["tool", "read", "fuse", "write", "total", "x command", "x native in-process"]
     table = [header]
     for name, r in rows.items():
         cells = [name] + [f"{r[c]:.3f}" if c in r else "-" for c in ("read", "fuse", "write")]

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod pool;
 pub mod revalidate;
 pub mod trec;
+pub mod trec_fuse;
 
 #[cfg(feature = "python")]
 mod py;

@@ -12,7 +12,10 @@ __all__ = [
     "Hit",
     "_bare_loop",
     "_parse_qrels",
+    "_RunFile",
+    "_fuse_run_files",
     "_parse_run",
+    "_parse_run_files",
     "_run_lines",
     "rrf",
     "rrf_batch",
@@ -265,6 +268,31 @@ def _bare_loop(
     """Benchmarks only: seconds of each of ``repeat`` bare runs of rrf_batch's Rust loop."""
 
 # Private helpers of rankfusion.trec (not part of the API).
+@final
+class _RunFile:
+    """A run file parsed for ``_fuse_run_files``: its bytes and its queries' byte ranges."""
+
+    def __len__(self) -> int: ...
+    def qids(self) -> list[str]:
+        """The query ids in order of first appearance, decoded as ``read_run`` decodes them."""
+
+def _parse_run_files(
+    datas: Sequence[bytes], paths: Sequence[str], order: str, duplicates: str
+) -> list[Any]:
+    """Per file, in order, a ``_RunFile`` or the ``TrecFormatError`` ``read_run`` raises."""
+
+def _fuse_run_files(
+    files: Sequence[_RunFile],
+    *,
+    k: float,
+    weights: Optional[Sequence[float]],
+    window: Optional[int],
+    duplicates: str,
+    limit: Optional[int],
+    tag: bytes,
+) -> bytes:
+    """The bytes ``write_run(fuse(runs, ...), tag=tag)`` writes for the runs ``files`` hold."""
+
 def _parse_run(
     data: bytes, path: str, order: str, duplicates: str
 ) -> list[tuple[str, list[str], list[float]]]: ...

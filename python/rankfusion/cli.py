@@ -267,28 +267,38 @@ def _check_weights(args: argparse.Namespace) -> None:
         raise UsageError(f"--weights has {len(args.weights)} values for {len(args.runs)} runs")
 
 
-def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
+def _read_mode(args: argparse.Namespace) -> Any:
     # With --duplicates first/sum every line is kept and rrf decides; with error the reader
     # stops at the second line and names it.
-    mode: Any = "error" if args.duplicates == "error" else "keep"
+    return "error" if args.duplicates == "error" else "keep"
+
+
+def _warn_missing(args: argparse.Namespace, qids: Sequence[Sequence[str]]) -> None:
+    """Warns about the queries some runs lack; ``qids[i]`` are the query ids of run i."""
+    if args.quiet or len(qids) < 2:
+        return
+    every: Dict[str, None] = {}
+    for run in qids:
+        every.update(dict.fromkeys(run))
+    for path, run in zip(args.runs, qids):
+        have = set(run)
+        missing = [q for q in every if q not in have]
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            _warn(
+                args,
+                f"{path} has no results for {len(missing)} of {len(every)} queries "
+                f"({shown}); they are fused from the other runs",
+            )
+
+
+def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
     progress = _progress(args)
     runs = [
-        trec.read_run(path, order=args.order, duplicates=mode, progress=progress)
+        trec.read_run(path, order=args.order, duplicates=_read_mode(args), progress=progress)
         for path in args.runs
     ]
-    if not args.quiet and len(runs) > 1:
-        every: Dict[str, None] = {}
-        for run in runs:
-            every.update(dict.fromkeys(run))
-        for path, run in zip(args.runs, runs):
-            missing = [q for q in every if q not in run]
-            if missing:
-                shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-                _warn(
-                    args,
-                    f"{path} has no results for {len(missing)} of {len(every)} queries "
-                    f"({shown}); they are fused from the other runs",
-                )
+    _warn_missing(args, [list(run) for run in runs])
     return runs
 
 
@@ -357,6 +367,8 @@ def _fuse_command(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UsageError(f"--metrics: {e}") from None
 
+    if _native(args):
+        return _fuse_native(args)
     runs = _read_runs(args)
     qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
     fused = trec.fuse(
@@ -400,6 +412,43 @@ def _fuse_command(args: argparse.Namespace) -> int:
             sys.stderr.write(table)
     elif table is not None:
         sys.stdout.write(table)
+    return 0
+
+
+def _native(args: argparse.Namespace) -> bool:
+    """Whether ``fuse`` takes the native path: when it needs no Python run objects."""
+    return not args.qrels and not args.trace
+
+
+def _fuse_native(args: argparse.Namespace) -> int:
+    """``fuse`` without --qrels and --trace: read, fuse and write in the core, without Python
+    run objects; the same bytes, warnings, errors and exit status as the Python path."""
+    files = trec._read_run_files(
+        args.runs, order=args.order, duplicates=_read_mode(args), progress=_progress(args)
+    )
+    _warn_missing(args, [f.qids() for f in files])
+    data = trec._fuse_run_files(
+        files,
+        k=args.k,
+        weights=args.weights,
+        window=args.window,
+        duplicates=args.duplicates,
+        limit=args.limit or None,
+        tag=args.tag,
+    )
+    del files
+    if args.output and args.output != "-":
+        run_file = trec._AtomicFile(args.output)
+        try:
+            run_file.write_bytes(data)
+        except BaseException:
+            run_file.discard()
+            raise
+        run_file.commit()
+    else:
+        # as write_run writes to sys.stdout: its text, in stdout's encoding and error handler
+        sys.stdout.write(data.decode("utf-8", "surrogateescape"))
+        sys.stdout.flush()
     return 0
 
 

@@ -29,7 +29,12 @@ A file is read whole (gunzipped) into memory and parsed by the Rust core (``rust
 also formats the lines :func:`write_run` writes for rankings and fused hits.
 
 Fusion (:func:`fuse`) calls ``rankfusion.rrf`` once per query; a query missing from some runs is
-fused from the runs that have it. Writers are atomic: a file is written under a temporary name in
+fused from the runs that have it. The ``rankfusion fuse`` command, when it needs no Python run
+objects (no ``--qrels``, no ``--trace``), takes a native path instead: the files are parsed by the
+core into byte ranges, fused by the same Rust fusion code ``rrf`` runs and formatted by the core,
+with the GIL released and no Python object per line (``rust/trec_fuse.rs``); the output is byte
+for byte what ``read_run`` + :func:`fuse` + :func:`write_run` write, and the errors are the same.
+Writers are atomic: a file is written under a temporary name in
 its own directory and renamed into place only once complete, so an error never leaves a
 half-written file behind.
 """
@@ -291,9 +296,16 @@ class _AtomicFile:
             else self._raw
         )
         self._gz = binary if gz else None
+        self._binary = binary
         self.file = io.TextIOWrapper(
             binary, encoding="utf-8", errors="surrogateescape", newline="\n"
         )
+
+    def write_bytes(self, data: bytes) -> None:
+        """Writes ``data`` as it is, as writing its text (UTF-8, ``surrogateescape``) to
+        ``file`` would: for a file written only this way (flushing ``file`` first would put a
+        gzip sync block before the data)."""
+        self._binary.write(data)
 
     def commit(self) -> None:
         self.file.flush()
@@ -503,6 +515,74 @@ def fuse(
     if bar is not None:
         bar.close()
     return fused
+
+
+# --- the native path: read + fuse + write without Python run objects --------------------------
+
+
+def _read_run_files(
+    paths: Sequence[PathLike],
+    *,
+    order: Literal["score", "file"] = "score",
+    duplicates: Literal["error", "first", "keep"] = "error",
+    progress: Union[bool, Any] = False,
+) -> List[Any]:
+    """The runs ``[read_run(p, order=order, duplicates=duplicates) for p in paths]`` would
+    read, kept by the core as bytes and byte ranges (``_core._RunFile``: ``len()`` queries,
+    ``.qids()``) for :func:`_fuse_run_files`; parsed on the core's threads.
+
+    Raises what that list comprehension raises, for the same file: files are read in order, and
+    the error of the first one that cannot be read (OSError, corrupt gzip data), does not parse,
+    or is empty, is raised.
+    """
+    _check_choice(order, "order", _ORDERS)
+    _check_choice(duplicates, "duplicates", _READ_DUPLICATES)
+    datas: List[bytes] = []
+    failed: Optional[BaseException] = None
+    for path in paths:
+        try:
+            datas.append(_read_bytes(path, progress))
+        except Exception as e:  # raised below, unless a file before it is bad
+            failed = e
+            break
+    names = [os.fspath(p) for p in paths[: len(datas)]]
+    files = _core._parse_run_files(datas, names, order, duplicates)
+    for name, parsed in zip(names, files):
+        if isinstance(parsed, BaseException):
+            raise parsed
+        if not len(parsed):
+            raise TrecFormatError(name, None, "empty run: the file has no lines")
+    if failed is not None:
+        raise failed
+    return files
+
+
+def _fuse_run_files(
+    files: Sequence[Any],
+    *,
+    k: float = 60,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    limit: Optional[int] = None,
+    tag: str = "rankfusion",
+) -> bytes:
+    """The bytes :func:`write_run` writes for ``fuse(runs, k=k, weights=weights, window=window,
+    duplicates=duplicates, limit=limit)`` with ``tag``, where ``runs`` are the runs ``files``
+    (from :func:`_read_run_files`) hold: fused and formatted by the core (``rust/trec_fuse.rs``)
+    with the GIL released, without a Python object per line. Raises what ``fuse`` raises for
+    the first query that fails (ValueError naming the query), and ValueError for a bad tag.
+    """
+    _check_id(tag, "tag")
+    return _core._fuse_run_files(
+        list(files),
+        k=k,
+        weights=None if weights is None else [float(w) for w in weights],
+        window=window,
+        duplicates=duplicates,
+        limit=limit,
+        tag=tag.encode("utf-8", "surrogateescape"),
+    )
 
 
 # --- interop ----------------------------------------------------------------------------------

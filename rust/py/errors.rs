@@ -7,6 +7,7 @@ use pyo3::types::{PyTuple, PyType};
 
 use crate::error::{Error, Kind};
 use crate::trec::{repr_approx, TrecError};
+use crate::trec_fuse::FuseError;
 
 /// An error of a binding function: a core error, or a Python exception raised while extracting
 /// arguments or hashing/comparing keys (those propagate unchanged).
@@ -89,5 +90,26 @@ pub fn trec_error(py: Python<'_>, path: &Bound<'_, PyAny>, err: &TrecError) -> P
     {
         Ok(e) => PyErr::from_value(e),
         Err(e) => e,
+    }
+}
+
+/// A fusion of run files that failed -> the exception `rankfusion.trec.fuse` raises for it: the
+/// core error's kind and message, the key rendered by Python's `repr`, prefixed with the query.
+pub fn fuse_error(py: Python<'_>, err: &FuseError) -> PyErr {
+    let repr = |bytes: &[u8]| {
+        super::trec::text(py, bytes)
+            .and_then(|s| s.repr())
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| repr_approx(bytes))
+    };
+    match err {
+        FuseError::Fusion { qid, key, error } => {
+            let key = key.as_deref().map(repr).unwrap_or_default();
+            let message = format!("query {}: {}", repr(qid), error.message_with_key(&key));
+            exception(error.kind(), message)
+        }
+        FuseError::Format { value } => {
+            PyValueError::new_err(format!("cannot write the fused score {value:?}"))
+        }
     }
 }

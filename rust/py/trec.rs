@@ -1,6 +1,9 @@
 //! TREC files for `rankfusion.trec` (private functions): `_parse_run` and `_parse_qrels` run the
 //! core's parsers with the GIL released, then build the Python objects; `_run_lines` formats the
-//! lines of one query of a run for the writer.
+//! lines of one query of a run for the writer. `_parse_run_files` and `_fuse_run_files` are the
+//! native path of `rankfusion fuse`: files parsed into `_RunFile`s (bytes and byte ranges, no
+//! Python object per line), then fused and formatted into the fused run's bytes
+//! (`crate::trec_fuse`), both with the GIL released.
 
 use std::ffi::CStr;
 
@@ -9,15 +12,23 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+use rayon::prelude::*;
+
 use super::args::choice;
-use super::errors::trec_error;
+use super::errors::{fuse_error, trec_error};
 use super::results::Hit;
-use crate::trec::{self, Number, Order, ReadDuplicates};
+use crate::fusion::{Duplicates, Params};
+use crate::pool;
+use crate::trec::{self, Number, Order, ReadDuplicates, RunQuery, TrecError};
+use crate::trec_fuse::{self, RunFile as CoreRunFile};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse_qrels, m)?)?;
     m.add_function(wrap_pyfunction!(run_lines, m)?)?;
+    m.add_class::<RunFile>()?;
+    m.add_function(wrap_pyfunction!(parse_run_files, m)?)?;
+    m.add_function(wrap_pyfunction!(fuse_run_files, m)?)?;
     Ok(())
 }
 
@@ -72,6 +83,20 @@ fn score(field: &[u8]) -> Option<f64> {
     }
 }
 
+fn read_choices(
+    order: &Bound<'_, PyAny>,
+    duplicates: &Bound<'_, PyAny>,
+) -> PyResult<(Order, ReadDuplicates)> {
+    let order = Order::parse(choice(order, "order", &["score", "file"])?).unwrap_or(Order::Score);
+    let duplicates = ReadDuplicates::parse(choice(
+        duplicates,
+        "duplicates",
+        &["error", "first", "keep"],
+    )?)
+    .unwrap_or(ReadDuplicates::Error);
+    Ok((order, duplicates))
+}
+
 /// Parses a run file's bytes (decompressed) into `[(qid, docids, scores), ...]`, queries in
 /// order of first appearance. `order` is "score" or "file", `duplicates` "error", "first" or
 /// "keep". Raises `rankfusion.trec.TrecFormatError(path, line, reason)` for a malformed file.
@@ -84,13 +109,7 @@ fn parse_run<'py>(
     order: &Bound<'py, PyAny>,
     duplicates: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let order = Order::parse(choice(order, "order", &["score", "file"])?).unwrap_or(Order::Score);
-    let duplicates = ReadDuplicates::parse(choice(
-        duplicates,
-        "duplicates",
-        &["error", "first", "keep"],
-    )?)
-    .unwrap_or(ReadDuplicates::Error);
+    let (order, duplicates) = read_choices(order, duplicates)?;
     let bytes = data.as_bytes();
     let queries = py
         .detach(|| trec::parse_run(bytes, order, duplicates, score))
@@ -199,20 +218,6 @@ fn push_repr(py: Python<'_>, out: &mut Vec<u8>, x: f64) -> PyResult<()> {
     Ok(())
 }
 
-fn push_rank(out: &mut Vec<u8>, mut rank: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (rank % 10) as u8;
-        rank /= 10;
-        if rank == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 /// An exact str that is a valid id (non-empty, no whitespace), as UTF-8.
 fn id_bytes<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
     if !item.is_exact_instance_of::<PyString>() {
@@ -248,7 +253,7 @@ fn run_lines<'py>(
         out.extend_from_slice(b" Q0 ");
         out.extend_from_slice(docid);
         out.push(b' ');
-        push_rank(out, rank);
+        trec_fuse::push_usize(out, rank);
         out.push(b' ');
         push_repr(py, out, score)?;
         out.push(b' ');
@@ -307,4 +312,136 @@ fn run_lines<'py>(
     let text = std::str::from_utf8(&out)
         .map_err(|_| PyValueError::new_err("_run_lines: not UTF-8 (a bug)"))?;
     Ok(Some(PyString::new(py, text)))
+}
+
+// --- the native path of `rankfusion fuse` ----------------------------------------------------
+
+/// A run file parsed for `_fuse_run_files`: its bytes and its queries as byte ranges of them,
+/// without a Python object per line. `len()` is its number of queries.
+#[pyclass(frozen, module = "rankfusion._core", name = "_RunFile")]
+pub struct RunFile {
+    data: Py<PyBytes>,
+    queries: Vec<RunQuery>,
+}
+
+#[pymethods]
+impl RunFile {
+    fn __len__(&self) -> usize {
+        self.queries.len()
+    }
+
+    /// The query ids in order of first appearance, decoded as `read_run` decodes them.
+    fn qids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let bytes = self.data.bind(py).as_bytes();
+        new_list(py, self.queries.len(), |i| {
+            Ok(text(py, &bytes[self.queries[i].qid.clone()])?.into_any())
+        })
+    }
+}
+
+/// Parses run files' bytes (decompressed), on the thread pool with the GIL released: per file,
+/// in order, a `_RunFile`, or the `TrecFormatError` (not raised) that `read_run` raises for it.
+/// `order` is "score" or "file", `duplicates` "error", "first" or "keep".
+#[pyfunction]
+#[pyo3(name = "_parse_run_files")]
+fn parse_run_files<'py>(
+    py: Python<'py>,
+    datas: Vec<Bound<'py, PyBytes>>,
+    paths: Vec<Bound<'py, PyAny>>,
+    order: &Bound<'py, PyAny>,
+    duplicates: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    if datas.len() != paths.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} files for {} paths",
+            datas.len(),
+            paths.len()
+        )));
+    }
+    let (order, duplicates) = read_choices(order, duplicates)?;
+    let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
+    let parse = |bytes: &&[u8]| trec::parse_run(bytes, order, duplicates, score);
+    let parsed: Vec<Result<Vec<RunQuery>, TrecError>> = py.detach(|| {
+        pool::run(pool::resolve_threads(None).min(slices.len()), |parallel| {
+            if parallel {
+                slices.par_iter().map(parse).collect()
+            } else {
+                slices.iter().map(parse).collect()
+            }
+        })
+    });
+    let mut parsed = parsed.into_iter();
+    new_list(py, datas.len(), |i| match parsed.next() {
+        Some(Ok(queries)) => Ok(Bound::new(
+            py,
+            RunFile {
+                data: datas[i].clone().unbind(),
+                queries,
+            },
+        )?
+        .into_any()),
+        Some(Err(e)) => Ok(trec_error(py, &paths[i], &e)
+            .into_value(py)
+            .into_bound(py)
+            .into_any()),
+        None => Err(PyValueError::new_err(
+            "_parse_run_files: a file was not parsed (a bug)",
+        )),
+    })
+}
+
+/// The fused run of `files` (`_RunFile`s, in the order of the runs) as the bytes of its TREC
+/// lines: what `write_run(fuse(runs, ...), tag=tag)` writes for the same files read by
+/// `read_run`, with tie_break "best_rank", no offset, min_score or normalisation. Fused on the
+/// thread pool with the GIL released. Raises ValueError / TypeError as `fuse` does (the message
+/// prefixed with the query) for the first query that fails.
+#[pyfunction]
+#[pyo3(
+    name = "_fuse_run_files",
+    signature = (files, *, k, weights, window, duplicates, limit, tag)
+)]
+#[allow(clippy::too_many_arguments)]
+fn fuse_run_files<'py>(
+    py: Python<'py>,
+    files: Vec<Bound<'py, RunFile>>,
+    k: f64,
+    weights: Option<Vec<f64>>,
+    window: Option<usize>,
+    duplicates: &Bound<'py, PyAny>,
+    limit: Option<usize>,
+    tag: &[u8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    let duplicates = Duplicates::parse(choice(
+        duplicates,
+        "duplicates",
+        &["first", "sum", "error"],
+    )?)
+    .unwrap_or(Duplicates::First);
+    let params = Params {
+        k,
+        weights,
+        window,
+        duplicates,
+        limit,
+        ..Params::default()
+    };
+    let core: Vec<CoreRunFile<'_>> = files
+        .iter()
+        .map(|f| {
+            let f = f.get();
+            CoreRunFile {
+                data: f.data.bind(py).as_bytes(),
+                queries: &f.queries,
+            }
+        })
+        .collect();
+    let fallback = |out: &mut Vec<u8>, x: f64| Python::attach(|py| push_repr(py, out, x).is_ok());
+    let out = py
+        .detach(|| {
+            pool::run(pool::resolve_threads(None), |parallel| {
+                trec_fuse::fused_run(&core, &params, tag, parallel, &fallback)
+            })
+        })
+        .map_err(|e| fuse_error(py, &e))?;
+    Ok(PyBytes::new(py, &out))
 }

@@ -1,0 +1,454 @@
+//! Fusion of parsed TREC run files straight into the lines of the fused run, without a Python
+//! object per line: what `rankfusion fuse` runs when it needs no Python run objects.
+//!
+//! The result is, byte for byte, what `rankfusion.trec` writes for `fuse(runs, ...)` of the same
+//! files read by `read_run`, then `write_run`:
+//! - queries in order of first appearance in the first file, then the queries only the second
+//!   file has, and so on ([`QueryTable`]);
+//! - each query fused by [`fusion::rrf`] (the code `rankfusion.rrf` runs) over the runs' doc
+//!   ids, one list per file in the order of the files, an empty list where a file lacks the
+//!   query. Doc ids are byte ranges of the files: two are the same key when their bytes are
+//!   (what equality of the `surrogateescape`-decoded strings means);
+//! - lines `qid Q0 docid rank score tag\n`, ranks 1..n, ids as the files' bytes, the score as
+//!   Python's `repr` writes it ([`push_score`]).
+//!
+//! Errors are values: [`FuseError`], the first in query order.
+
+use std::ops::Range;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+use rayon::prelude::*;
+
+use crate::error::Error;
+use crate::fusion::{self, Params};
+use crate::trec::{push_float_repr, RunQuery};
+
+/// One parsed run file: its bytes and its queries (byte ranges of `data`), as
+/// [`crate::trec::parse_run`] returns them.
+#[derive(Clone, Copy, Debug)]
+pub struct RunFile<'a> {
+    pub data: &'a [u8],
+    pub queries: &'a [RunQuery],
+}
+
+impl<'a> RunFile<'a> {
+    fn bytes(&self, span: &Range<usize>) -> &'a [u8] {
+        &self.data[span.clone()]
+    }
+}
+
+/// Which query of which file each fused query is: rows of one entry per file, `None` where the
+/// file lacks the query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryTable {
+    n_files: usize,
+    rows: Vec<Option<usize>>,
+}
+
+impl QueryTable {
+    /// The fused queries of `files`: in order of first appearance in `files[0]`, then the
+    /// queries only `files[1]` has, and so on.
+    pub fn new(files: &[RunFile<'_>]) -> Self {
+        let n_files = files.len();
+        let mut index: HashMap<&[u8], usize, FixedState> =
+            HashMap::with_hasher(FixedState::default());
+        let mut rows: Vec<Option<usize>> = Vec::new();
+        for (f, file) in files.iter().enumerate() {
+            for (q, query) in file.queries.iter().enumerate() {
+                let next = index.len();
+                let row = *index.entry(file.bytes(&query.qid)).or_insert(next);
+                if row == next {
+                    rows.resize(rows.len() + n_files, None);
+                }
+                rows[row * n_files + f] = Some(q);
+            }
+        }
+        QueryTable { n_files, rows }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len().checked_div(self.n_files).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Per file, the index of fused query `i` among the file's queries (`None`: it lacks it).
+    pub fn row(&self, i: usize) -> &[Option<usize>] {
+        &self.rows[i * self.n_files..(i + 1) * self.n_files]
+    }
+
+    /// The id of fused query `i`: its bytes in the first file that has it.
+    fn qid<'a>(&self, files: &[RunFile<'a>], i: usize) -> &'a [u8] {
+        self.row(i)
+            .iter()
+            .zip(files)
+            .find_map(|(q, file)| q.map(|q| file.bytes(&file.queries[q].qid)))
+            .unwrap_or_default()
+    }
+}
+
+/// Why a fused run could not be made: the first failing query in query order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FuseError {
+    /// The fusion of query `qid` failed (e.g. a score that overflows with huge weights);
+    /// `key` is the bytes of the doc id the error is about, when it is about one.
+    Fusion {
+        qid: Vec<u8>,
+        key: Option<Vec<u8>>,
+        error: Error,
+    },
+    /// A score the formatter could not write (the fallback declined it).
+    Format { value: f64 },
+}
+
+/// Appends Python's `repr` of a fused score: `0.0` / `-0.0` here, [`push_float_repr`] for
+/// every other finite value it settles, else `fallback` (the binding asks CPython); false when
+/// the fallback declines too (nothing appended then).
+pub fn push_score(
+    out: &mut Vec<u8>,
+    x: f64,
+    fallback: &(dyn Fn(&mut Vec<u8>, f64) -> bool + Sync),
+) -> bool {
+    if x == 0.0 {
+        out.extend_from_slice(if x.is_sign_negative() {
+            b"-0.0"
+        } else {
+            b"0.0"
+        });
+        return true;
+    }
+    push_float_repr(out, x) || fallback(out, x)
+}
+
+/// Appends the decimal digits of `n`.
+pub fn push_usize(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Fuses query `i` of `table` and appends its lines to `out`.
+fn fuse_query(
+    files: &[RunFile<'_>],
+    table: &QueryTable,
+    i: usize,
+    params: &Params,
+    tag: &[u8],
+    fallback: &(dyn Fn(&mut Vec<u8>, f64) -> bool + Sync),
+    out: &mut Vec<u8>,
+) -> Result<(), FuseError> {
+    // Items past the window are never read: they are left out of the lists.
+    let depth = params.window.unwrap_or(usize::MAX);
+    let lists: Vec<Vec<&[u8]>> = table
+        .row(i)
+        .iter()
+        .zip(files)
+        .map(|(q, file)| match q {
+            Some(q) => file.queries[*q]
+                .docids
+                .iter()
+                .take(depth)
+                .map(|d| file.bytes(d))
+                .collect(),
+            None => Vec::new(),
+        })
+        .collect();
+    let slices: Vec<&[&[u8]]> = lists.iter().map(Vec::as_slice).collect();
+    let qid = table.qid(files, i);
+    let hits = fusion::rrf(&slices, params).map_err(|error| {
+        let key = match &error {
+            Error::DuplicateKey {
+                list_index,
+                position,
+            }
+            | Error::NonFiniteScore {
+                list_index,
+                position,
+                ..
+            } => slices
+                .get(*list_index)
+                .and_then(|l| l.get(*position))
+                .map(|k| k.to_vec()),
+            _ => None,
+        };
+        FuseError::Fusion {
+            qid: qid.to_vec(),
+            key,
+            error,
+        }
+    })?;
+    out.reserve(hits.len() * (qid.len() + tag.len() + 48));
+    for (rank, hit) in hits.iter().enumerate() {
+        out.extend_from_slice(qid);
+        out.extend_from_slice(b" Q0 ");
+        out.extend_from_slice(slices[hit.list_index][hit.position]);
+        out.push(b' ');
+        push_usize(out, rank + 1);
+        out.push(b' ');
+        if !push_score(out, hit.score, fallback) {
+            return Err(FuseError::Format { value: hit.score });
+        }
+        out.push(b' ');
+        out.extend_from_slice(tag);
+        out.push(b'\n');
+    }
+    Ok(())
+}
+
+/// The fused run of `files` as TREC lines, every query fused with `params` (whose `weights`,
+/// when given, has one weight per file) and tagged `tag`. `parallel`: the queries are fused on
+/// the current rayon pool (the output is the same either way). `fallback` formats the scores
+/// [`push_float_repr`] leaves to CPython.
+pub fn fused_run(
+    files: &[RunFile<'_>],
+    params: &Params,
+    tag: &[u8],
+    parallel: bool,
+    fallback: &(dyn Fn(&mut Vec<u8>, f64) -> bool + Sync),
+) -> Result<Vec<u8>, FuseError> {
+    let table = QueryTable::new(files);
+    let one = |i: usize| {
+        let mut out = Vec::new();
+        fuse_query(files, &table, i, params, tag, fallback, &mut out).map(|()| out)
+    };
+    if !parallel || table.len() < 2 {
+        let mut out = Vec::new();
+        for i in 0..table.len() {
+            fuse_query(files, &table, i, params, tag, fallback, &mut out)?;
+        }
+        return Ok(out);
+    }
+    let parts: Vec<Result<Vec<u8>, FuseError>> =
+        (0..table.len()).into_par_iter().map(one).collect();
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, Vec::len)).sum());
+    for part in parts {
+        out.extend_from_slice(&part?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fusion::Duplicates;
+    use crate::trec::{parse_run, parse_score, Number, Order, ReadDuplicates};
+
+    fn score(t: &[u8]) -> Option<f64> {
+        match parse_score(t) {
+            Number::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn parsed(texts: &[&[u8]], order: Order, dups: ReadDuplicates) -> Vec<Vec<RunQuery>> {
+        texts
+            .iter()
+            .map(|t| parse_run(t, order, dups, score).unwrap())
+            .collect()
+    }
+
+    fn files<'a>(texts: &[&'a [u8]], queries: &'a [Vec<RunQuery>]) -> Vec<RunFile<'a>> {
+        texts
+            .iter()
+            .zip(queries)
+            .map(|(data, q)| RunFile { data, queries: q })
+            .collect()
+    }
+
+    /// A fallback that declines every value.
+    fn no_fallback(_: &mut Vec<u8>, _: f64) -> bool {
+        false
+    }
+
+    fn fuse(texts: &[&[u8]], params: &Params, parallel: bool) -> Result<String, FuseError> {
+        let q = parsed(texts, Order::Score, ReadDuplicates::Keep);
+        let f = files(texts, &q);
+        fused_run(&f, params, b"t", parallel, &no_fallback).map(|b| String::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn queries_in_first_appearance_order_across_files() {
+        let a: &[u8] = b"2 Q0 x 1 3 s\n1 Q0 y 1 3 s\n";
+        let b: &[u8] = b"3 Q0 z 1 1 s\n1 Q0 x 1 1 s\n";
+        let q = parsed(&[a, b], Order::Score, ReadDuplicates::Keep);
+        let f = files(&[a, b], &q);
+        let table = QueryTable::new(&f);
+        assert_eq!(table.len(), 3);
+        assert_eq!(table.row(0), [Some(0), None]);
+        assert_eq!(table.row(1), [Some(1), Some(1)]);
+        assert_eq!(table.row(2), [None, Some(0)]);
+        assert_eq!(table.qid(&f, 2), b"3");
+        assert!(QueryTable::new(&[]).is_empty());
+    }
+
+    #[test]
+    fn lines_scores_and_ties_as_rrf() {
+        let a: &[u8] = b"q Q0 a 1 3 s\nq Q0 b 2 2 s\n";
+        let b: &[u8] = b"q Q0 c 1 9 s\nq Q0 a 2 8 s\n";
+        let out = fuse(&[a, b], &Params::default(), false).unwrap();
+        let ab = 0.0 + 1.0 / 62.0 + 1.0 / 61.0;
+        let mut expected = Vec::new();
+        for (rank, (doc, s)) in [("a", ab), ("c", 1.0 / 61.0), ("b", 1.0 / 62.0)]
+            .iter()
+            .enumerate()
+        {
+            let mut line = format!("q Q0 {doc} {} ", rank + 1).into_bytes();
+            assert!(push_score(&mut line, *s, &no_fallback));
+            line.extend_from_slice(b" t\n");
+            expected.extend(line);
+        }
+        assert_eq!(out.as_bytes(), expected);
+        assert!(out.starts_with("q Q0 a 1 0.03252247488101534 t\n"), "{out}");
+    }
+
+    #[test]
+    fn missing_queries_windows_weights_limits_and_duplicates() {
+        let a: &[u8] = b"1 Q0 a 1 3 s\n1 Q0 b 2 2 s\n1 Q0 a 3 1 s\n2 Q0 z 1 1 s\n";
+        let b: &[u8] = b"1 Q0 b 1 5 s\n3 Q0 y 1 1 s\n";
+        let p = Params {
+            k: 1.0,
+            weights: Some(vec![1.0, -0.5]),
+            duplicates: Duplicates::Sum,
+            ..Params::default()
+        };
+        let out = fuse(&[a, b], &p, false).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        // query 1: a = 1/2 + 1/4 (sum), b = 1/3 - 0.5/2; then 2 (only a), then 3 (only b)
+        assert_eq!(
+            lines,
+            [
+                "1 Q0 a 1 0.75 t",
+                "1 Q0 b 2 0.08333333333333331 t",
+                "2 Q0 z 1 0.5 t",
+                "3 Q0 y 1 -0.25 t",
+            ]
+        );
+        let windowed = Params {
+            window: Some(1),
+            limit: Some(1),
+            ..p.clone()
+        };
+        let out = fuse(&[a, b], &windowed, true).unwrap();
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            ["1 Q0 a 1 0.5 t", "2 Q0 z 1 0.5 t", "3 Q0 y 1 -0.25 t"]
+        );
+        // weight 0 and a cancelling weight: no line / a zero score
+        let zero = Params {
+            k: 1.0,
+            weights: Some(vec![0.0, 1.0]),
+            ..Params::default()
+        };
+        assert_eq!(
+            fuse(&[a, b], &zero, false).unwrap(),
+            "1 Q0 b 1 0.5 t\n3 Q0 y 1 0.5 t\n"
+        );
+        let cancel: &[u8] = b"1 Q0 a 1 1 s\n";
+        let opposite = Params {
+            weights: Some(vec![1.0, -1.0]),
+            ..Params::default()
+        };
+        assert_eq!(
+            fuse(&[cancel, cancel], &opposite, false).unwrap(),
+            "1 Q0 a 1 0.0 t\n"
+        );
+    }
+
+    #[test]
+    fn parallel_and_sequential_agree() {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for q in 0..40 {
+            for d in 0..30 {
+                a.extend_from_slice(
+                    format!("{q} Q0 d{} {d} {} s\n", (d * 7 + q) % 50, 100 - d).as_bytes(),
+                );
+                b.extend_from_slice(
+                    format!("{} Q0 d{} {d} {} s\n", q + 3, (d * 3) % 50, 50 - d).as_bytes(),
+                );
+            }
+        }
+        let p = Params {
+            limit: Some(20),
+            ..Params::default()
+        };
+        let one = fuse(&[&a, &b], &p, false).unwrap();
+        let many = fuse(&[&a, &b], &p, true).unwrap();
+        assert_eq!(one, many);
+        assert_eq!(one.lines().count(), 43 * 20);
+    }
+
+    #[test]
+    fn errors_name_the_first_failing_query_and_the_key() {
+        let a: &[u8] = b"1 Q0 a 1 3 s\n2 Q0 b 1 3 s\n2 Q0 c 2 2 s\n";
+        let p = Params {
+            k: 0.0,
+            weights: Some(vec![f64::MAX, f64::MAX]),
+            ..Params::default()
+        };
+        for parallel in [false, true] {
+            let e = fuse(&[a, a], &p, parallel).unwrap_err();
+            match e {
+                FuseError::Fusion { qid, key, error } => {
+                    assert_eq!(qid, b"1");
+                    assert_eq!(key.as_deref(), Some(&b"a"[..]));
+                    assert!(matches!(error, Error::NonFiniteScore { .. }), "{error:?}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // a value the formatter declines and no fallback takes
+        let big: &[u8] = b"1 Q0 a 1 3 s\n";
+        let p = Params {
+            k: 0.0,
+            weights: Some(vec![1e22]),
+            ..Params::default()
+        };
+        assert_eq!(
+            fuse(&[big], &p, false),
+            Err(FuseError::Format { value: 1e22 })
+        );
+        let q = parsed(&[big], Order::Score, ReadDuplicates::Keep);
+        let f = files(&[big], &q);
+        let out = fused_run(&f, &p, b"t", false, &|out: &mut Vec<u8>, x: f64| {
+            out.extend_from_slice(format!("<{x:e}>").as_bytes());
+            true
+        })
+        .unwrap();
+        assert_eq!(out, b"1 Q0 a 1 <1e22> t\n");
+    }
+
+    #[test]
+    fn odd_bytes_are_copied() {
+        let a: &[u8] = b"q\xff Q0 d\xe9\x80 1 1 s\nq\xff Q0 \xc3\xa9 2 1 s\n";
+        let out = {
+            let q = parsed(&[a], Order::File, ReadDuplicates::Keep);
+            let f = files(&[a], &q);
+            fused_run(&f, &Params::default(), b"t\xfe", false, &no_fallback).unwrap()
+        };
+        assert_eq!(
+            out,
+            b"q\xff Q0 d\xe9\x80 1 0.01639344262295082 t\xfe\nq\xff Q0 \xc3\xa9 2 0.016129032258064516 t\xfe\n"
+        );
+    }
+
+    #[test]
+    fn digits() {
+        for n in [0usize, 7, 10, 999, 1000, usize::MAX] {
+            let mut out = Vec::new();
+            push_usize(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
+}
