@@ -437,9 +437,15 @@ pub fn revalidate<'py>(
                 let rebuild_limit = if r#where.is_none() { limit } else { None };
                 for position in core::rebuild(&plan.slots, &present, rebuild_limit) {
                     let position = position as usize;
-                    let record = records[plan.slots[position] as usize]
-                        .clone()
-                        .expect("rebuild keeps present records only");
+                    // rebuild keeps present records only: a missing one is a bug, raised.
+                    let record =
+                        records[plan.slots[position] as usize]
+                            .clone()
+                            .ok_or_else(|| {
+                                pyo3::exceptions::PyRuntimeError::new_err(
+                                    "rankfusion internal error: the rebuild kept a missing record",
+                                )
+                            })?;
                     if keep(position, record)? {
                         break;
                     }
