@@ -807,8 +807,13 @@ pub struct Fused {
 /// Rows whose total number of entries is below this are fused on the calling thread.
 const PARALLEL_MIN_ENTRIES: usize = 1 << 13;
 
-/// A parallel chunk holds at least about this many entries.
-const CHUNK_MIN_ENTRIES: usize = 1 << 12;
+/// A parallel chunk holds at least about this many entries (small enough that a batch just
+/// above [`PARALLEL_MIN_ENTRIES`] still splits into several chunks per thread, for balance).
+const CHUNK_MIN_ENTRIES: usize = 1 << 10;
+
+/// Outputs of fewer cells than this are written on the calling thread (waking the pool again
+/// would cost more than the copy).
+const PARALLEL_WRITE_MIN_CELLS: usize = 1 << 16;
 
 /// How many threads a batch of `entries` entries uses, at most `n_threads`.
 pub fn threads_for(entries: usize, n_threads: usize) -> usize {
@@ -1110,7 +1115,12 @@ impl Fused {
             _ => None,
         };
         let (ids, scores) = (out.ids, out.scores);
-        pool::run(self.n_threads, |parallel| {
+        let n_threads = if self.rows * w < PARALLEL_WRITE_MIN_CELLS {
+            1
+        } else {
+            self.n_threads
+        };
+        pool::run(n_threads, |parallel| {
             if parallel {
                 self.chunks
                     .par_iter()
