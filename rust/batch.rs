@@ -805,7 +805,7 @@ pub struct Fused {
 }
 
 /// Rows whose total number of entries is below this are fused on the calling thread.
-const PARALLEL_MIN_ENTRIES: usize = 1 << 13;
+const PARALLEL_MIN_ENTRIES: usize = 1 << 11;
 
 /// A parallel chunk holds at least about this many entries (small enough that a batch just
 /// above [`PARALLEL_MIN_ENTRIES`] still splits into several chunks per thread, for balance).
@@ -932,13 +932,7 @@ pub fn fuse_batch(
             &first_error,
         )
     };
-    let results: Vec<std::result::Result<Chunk, BatchError>> = pool::run(n_threads, |parallel| {
-        if parallel {
-            (0..n_chunks).into_par_iter().map(fuse_chunk).collect()
-        } else {
-            (0..n_chunks).map(fuse_chunk).collect()
-        }
-    });
+    let results = pool::map_indices(n_threads, n_chunks, fuse_chunk);
     let mut error: Option<BatchError> = None;
     for r in results {
         match r {
