@@ -996,18 +996,7 @@ fn fuse_chunk(
         row_lists.extend(lists.iter().map(|l| l.row(q)));
         if let Err(error) = ws.fuse_row_with(&row_lists, weights, normalizer, p, Some(table)) {
             first_error.fetch_min(q, AtomicOrdering::Relaxed);
-            let key = match &error {
-                Error::DuplicateKey {
-                    list_index,
-                    position,
-                }
-                | Error::NonFiniteScore {
-                    list_index,
-                    position,
-                    ..
-                } => Some(row_lists[*list_index][*position]),
-                _ => None,
-            };
+            let key = error.location().map(|(l, pos)| row_lists[l][pos]);
             return Err(BatchError::Row { row: q, error, key });
         }
         chunk.counts.push(ws.page().len());

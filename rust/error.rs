@@ -45,6 +45,23 @@ impl Error {
         }
     }
 
+    /// (list index, position) of the key the error is about: a repeated key, or the first
+    /// occurrence of a key whose score is not finite.
+    pub fn location(&self) -> Option<(usize, usize)> {
+        match *self {
+            Error::DuplicateKey {
+                list_index,
+                position,
+            }
+            | Error::NonFiniteScore {
+                list_index,
+                position,
+                ..
+            } => Some((list_index, position)),
+            _ => None,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Error::Type { .. } => Kind::Type,
@@ -78,18 +95,10 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let key = match self {
-            Error::DuplicateKey {
-                list_index,
-                position,
-            }
-            | Error::NonFiniteScore {
-                list_index,
-                position,
-                ..
-            } => format!("lists[{list_index}][{position}]"),
-            _ => String::new(),
-        };
+        let key = self
+            .location()
+            .map(|(list_index, position)| format!("lists[{list_index}][{position}]"))
+            .unwrap_or_default();
         f.write_str(&self.message_with_key(&key))
     }
 }

@@ -167,21 +167,10 @@ fn fuse_query(
     let slices: Vec<&[&[u8]]> = lists.iter().map(Vec::as_slice).collect();
     let qid = table.qid(files, i);
     let hits = fusion::rrf(&slices, params).map_err(|error| {
-        let key = match &error {
-            Error::DuplicateKey {
-                list_index,
-                position,
-            }
-            | Error::NonFiniteScore {
-                list_index,
-                position,
-                ..
-            } => slices
-                .get(*list_index)
-                .and_then(|l| l.get(*position))
-                .map(|k| k.to_vec()),
-            _ => None,
-        };
+        let key = error
+            .location()
+            .and_then(|(l, pos)| slices.get(l)?.get(pos))
+            .map(|k| k.to_vec());
         FuseError::Fusion {
             qid: qid.to_vec(),
             key,

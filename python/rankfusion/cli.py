@@ -372,14 +372,7 @@ def _fuse_command(args: argparse.Namespace) -> int:
     runs = _read_runs(args)
     qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
     fused = trec.fuse(
-        runs,
-        k=args.k,
-        weights=args.weights,
-        window=args.window,
-        duplicates=args.duplicates,
-        limit=args.limit or None,
-        trace=bool(args.trace),
-        progress=_progress(args),
+        runs, **_fusion_options(args), trace=bool(args.trace), progress=_progress(args)
     )
 
     table = None
@@ -415,6 +408,17 @@ def _fuse_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fusion_options(args: argparse.Namespace) -> Dict[str, Any]:
+    """The fusion keyword arguments of ``fuse`` (both paths)."""
+    return {
+        "k": args.k,
+        "weights": args.weights,
+        "window": args.window,
+        "duplicates": args.duplicates,
+        "limit": args.limit or None,
+    }
+
+
 def _native(args: argparse.Namespace) -> bool:
     """Whether ``fuse`` takes the native path: when it needs no Python run objects."""
     return not args.qrels and not args.trace
@@ -427,15 +431,7 @@ def _fuse_native(args: argparse.Namespace) -> int:
         args.runs, order=args.order, duplicates=_read_mode(args), progress=_progress(args)
     )
     _warn_missing(args, [f.qids() for f in files])
-    data = trec._fuse_run_files(
-        files,
-        k=args.k,
-        weights=args.weights,
-        window=args.window,
-        duplicates=args.duplicates,
-        limit=args.limit or None,
-        tag=args.tag,
-    )
+    data = trec._fuse_run_files(files, **_fusion_options(args), tag=args.tag)
     del files
     if args.output and args.output != "-":
         run_file = trec._AtomicFile(args.output)

@@ -46,23 +46,17 @@ pub fn to_pyerr(err: BindError, lists: &[Bound<'_, PyTuple>]) -> PyErr {
     match err {
         BindError::Py(e) => e,
         BindError::Core(e) => {
-            let key = match &e {
-                Error::DuplicateKey {
-                    list_index,
-                    position,
-                }
-                | Error::NonFiniteScore {
-                    list_index,
-                    position,
-                    ..
-                } => lists
-                    .get(*list_index)
-                    .and_then(|t| t.get_item(*position).ok())
-                    .and_then(|k| k.repr().ok())
-                    .map(|r| r.to_string())
-                    .unwrap_or_else(|| format!("lists[{list_index}][{position}]")),
-                _ => String::new(),
-            };
+            let key = e
+                .location()
+                .map(|(list_index, position)| {
+                    lists
+                        .get(list_index)
+                        .and_then(|t| t.get_item(position).ok())
+                        .and_then(|k| k.repr().ok())
+                        .map(|r| r.to_string())
+                        .unwrap_or_else(|| format!("lists[{list_index}][{position}]"))
+                })
+                .unwrap_or_default();
             exception(e.kind(), e.message_with_key(&key))
         }
     }
