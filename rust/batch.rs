@@ -299,7 +299,7 @@ impl Workspace {
         Ok(())
     }
 
-    pub fn scan(
+    fn scan(
         &mut self,
         rows: &[&[i64]],
         weights: &[f64],
@@ -337,6 +337,8 @@ impl Workspace {
             let room = most_keys * self.stride;
             if self.slot_values.len() < room {
                 self.slot_values.resize(room, 0.0);
+            }
+            if self.keep_occurrences && self.slot_occurrences.len() < room {
                 self.slot_occurrences.resize(room, (0, 0));
             }
             return self.scan_dense(rows, weights, p, table, depth);
@@ -455,7 +457,7 @@ impl Workspace {
         ones(self.keys[id].seen)
     }
 
-    pub fn score(&mut self, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<()> {
+    fn score(&mut self, weights: &[f64], k: f64, normalizer: Option<f64>) -> Result<()> {
         let n_keys = self.n_keys;
         self.scores.clear();
         self.sums.clear();
@@ -545,7 +547,7 @@ impl Workspace {
         Ok(())
     }
 
-    pub fn rank(&mut self, p: &RowParams) {
+    fn rank(&mut self, p: &RowParams) {
         let n_keys = self.scores.len();
         if p.tie_break == TieBreak::BestRank && p.limit.is_none() && n_keys < 1 << 31 {
             return self.rank_all(p);

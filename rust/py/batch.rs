@@ -424,6 +424,18 @@ impl StrTokens {
         self.table.clear();
         self.hashes.clear();
         self.objects.clear();
+        // Room for every key up front: growing the table key by key rehashes it several times.
+        let most: usize = lists
+            .iter()
+            .zip(weights)
+            .filter(|(_, &w)| w != 0.0)
+            .map(|(l, _)| l.len().min(window.unwrap_or(usize::MAX)))
+            .sum();
+        let (state, hashes) = (&self.state, &self.hashes);
+        self.table
+            .reserve(most, |&i| state.hash_one(hashes[i as usize]));
+        self.hashes.reserve(most);
+        self.objects.reserve(most);
         read_tokens(lists, weights, window, |item| {
             // SAFETY: an exact str, alive as long as the tuple; GIL held.
             item.is_exact_instance_of::<PyString>()
