@@ -101,7 +101,9 @@ fn flip(key: i64) -> u64 {
 /// An open-addressing table i64 key -> dense id for one row at a time: linear probing at most
 /// half full, and a generation stamp per slot so that starting a new row costs nothing. The hash
 /// is a folded multiply of the key with a per-table random seed (foldhash's mixing), so a
-/// crafted set of ids cannot be made to collide without knowing the seed.
+/// crafted set of ids cannot be made to collide without knowing the seed. Each slot also has 8
+/// bits for its key's seen-lists bits (the two-list scan keeps them there, in the cache line it
+/// has just read, rather than in a second array).
 struct IdTable {
     slots: Vec<Slot>,
     generation: u32,
@@ -113,8 +115,12 @@ struct IdTable {
 struct Slot {
     key: i64,
     id: u32,
-    generation: u32,
+    /// generation << 8 | seen-lists bits.
+    tag: u32,
 }
+
+/// Generations are 24 bits (the tag's upper bits); at the wrap every slot is cleared.
+const GENERATIONS: u32 = 1 << 24;
 
 impl Default for IdTable {
     fn default() -> Self {
@@ -136,8 +142,8 @@ impl IdTable {
             self.slots = vec![Slot::default(); capacity];
             self.generation = 0;
         }
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
+        self.generation += 1;
+        if self.generation == GENERATIONS {
             self.slots.fill(Slot::default());
             self.generation = 1;
         }
@@ -154,23 +160,40 @@ impl IdTable {
     /// The id of `key`, inserting it with id `next` when it is new.
     #[inline]
     fn get_or_insert(&mut self, key: i64, next: u32) -> u32 {
+        self.slot_of_key(key, next).1
+    }
+
+    /// (slot, id) of `key`, inserting it with id `next` and no seen-lists bits when it is new.
+    #[inline]
+    fn slot_of_key(&mut self, key: i64, next: u32) -> (usize, u32) {
         let mut i = self.slot_of(key);
         loop {
             let s = self.slots[i];
-            let empty = s.generation != self.generation;
+            let empty = s.tag >> 8 != self.generation;
             // Taken unless the slot holds another key; the slot is written either way
             // (unchanged when the key is there).
             if empty | (s.key == key) {
-                let id = if empty { next } else { s.id };
-                self.slots[i] = Slot {
-                    key,
-                    id,
-                    generation: self.generation,
+                let (id, tag) = if empty {
+                    (next, self.generation << 8)
+                } else {
+                    (s.id, s.tag)
                 };
-                return id;
+                self.slots[i] = Slot { key, id, tag };
+                return (i, id);
             }
             i = (i + 1) & self.mask;
         }
+    }
+
+    /// The seen-lists bits of the key in `slot`.
+    #[inline]
+    fn seen(&self, slot: usize) -> u32 {
+        self.slots[slot].tag & 0xFF
+    }
+
+    #[inline]
+    fn set_seen(&mut self, slot: usize, seen: u32) {
+        self.slots[slot].tag = self.generation << 8 | seen;
     }
 
     /// The id of a key that is in the table.
@@ -178,7 +201,7 @@ impl IdTable {
         let mut i = self.slot_of(key);
         loop {
             let s = &self.slots[i];
-            if s.generation != self.generation {
+            if s.tag >> 8 != self.generation {
                 debug_assert!(false, "get() of a key that is not in the table");
                 return 0;
             }
@@ -341,6 +364,9 @@ impl Workspace {
             if self.keep_occurrences && self.slot_occurrences.len() < room {
                 self.slot_occurrences.resize(room, (0, 0));
             }
+            if self.stride == 2 {
+                return self.scan_pair(rows, weights, p, table, depth);
+            }
             return self.scan_dense(rows, weights, p, table, depth);
         }
         for position in 0..depth {
@@ -451,6 +477,71 @@ impl Workspace {
         Ok(())
     }
 
+    /// The dense scan of exactly two lists read (hybrid search's lexical + vector), the
+    /// commonest case, trimmed: the seen-lists bits live in the hash slot, and a key's two
+    /// contribution slots are written without a branch on whether it is new: a new key's
+    /// second slot is +0.0, which [`Workspace::score`] may add (see there). With traces the
+    /// bits are also kept per key, for [`Workspace::dense_count`].
+    fn scan_pair(
+        &mut self,
+        rows: &[&[i64]],
+        weights: &[f64],
+        p: &RowParams,
+        table: Option<&[Vec<f64>]>,
+        depth: usize,
+    ) -> Result<()> {
+        let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
+        let k = p.k;
+        let keep_occurrences = self.keep_occurrences;
+        let lists = [self.read[0], self.read[1]];
+        let mut n_keys = 0;
+        for position in 0..depth {
+            for (slot, &list) in lists.iter().enumerate() {
+                let Some(&key) = rows[list].get(position) else {
+                    continue;
+                };
+                if has_pad && key == pad {
+                    continue;
+                }
+                let mask = 1 << slot;
+                let next = n_keys as u32;
+                let (at_slot, id) = self.ids.slot_of_key(key, next);
+                let new = id == next;
+                self.keys[n_keys] = KeyInfo {
+                    key,
+                    seen: 0,
+                    first: (list as u32, position as u32),
+                };
+                n_keys += new as usize;
+                let seen = self.ids.seen(at_slot);
+                if seen & mask != 0 {
+                    if p.duplicates == Duplicates::Error {
+                        return Err(Error::DuplicateKey {
+                            list_index: list,
+                            position,
+                        });
+                    }
+                    continue;
+                }
+                self.ids.set_seen(at_slot, seen | mask);
+                let c = match table {
+                    Some(t) => t[list][position],
+                    None => contribution(weights[list], k, position as u32),
+                };
+                let at = id as usize * 2;
+                // New: [c, +0.0]. Seen in the other list already: [first, c].
+                self.slot_values[at + 1] = if new { 0.0 } else { c };
+                self.slot_values[at + !new as usize] = c;
+                if keep_occurrences {
+                    self.keys[id as usize].seen = (seen | mask) as u64;
+                    self.slot_occurrences[at + !new as usize] = (list as u32, position as u32);
+                }
+            }
+        }
+        self.n_keys = n_keys;
+        Ok(())
+    }
+
     /// In dense mode, how many contributions key `id` has.
     #[inline]
     fn dense_count(&self, id: usize) -> usize {
@@ -462,19 +553,13 @@ impl Workspace {
         self.scores.clear();
         self.sums.clear();
         if self.dense && self.stride == 2 {
-            // Two lists: a key has one or two contributions, at random. Without a branch on
-            // which: a missing second one reads as +0.0, and the canonical sum of (a, +0.0) is
-            // bit for bit that of (a) (a sum started at +0.0 is never -0.0, so adding +0.0
-            // changes nothing).
+            // Two lists (`scan_pair`): a key has one or two contributions, at random. Without
+            // a branch on which: a missing second one is +0.0, and the canonical sum of
+            // (a, +0.0) is bit for bit that of (a) (a sum started at +0.0 is never -0.0, so
+            // adding +0.0 changes nothing).
             for key in 0..n_keys {
                 let at = key * 2;
-                let a = self.slot_values[at];
-                let second = self.slot_values[at + 1];
-                let b = if self.keys[key].seen == 0b11 {
-                    second
-                } else {
-                    0.0
-                };
+                let (a, b) = (self.slot_values[at], self.slot_values[at + 1]);
                 let (lo, hi) = if b < a { (b, a) } else { (a, b) };
                 self.push_score(key, 0.0 + lo + hi, normalizer)?;
             }
@@ -1451,6 +1536,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_id_table_forgets_every_row_across_the_generation_wrap() {
+        let mut t = IdTable::default();
+        t.reset(4);
+        t.generation = GENERATIONS - 2;
+        for round in 0..4u32 {
+            t.reset(4);
+            // Fresh ids from 0 every row, whatever the previous rows held.
+            for (n, key) in [7, 8, 7, 9].into_iter().enumerate() {
+                let (slot, id) = t.slot_of_key(key, n as u32);
+                let fresh = [0, 1, 0, 3][n];
+                assert_eq!(id, fresh, "round {round}");
+                if id == n as u32 {
+                    assert_eq!(t.seen(slot), 0);
+                }
+                t.set_seen(slot, t.seen(slot) | 1 << (n % 2));
+            }
+            assert_eq!(t.get(9), 3);
+        }
+        assert!(t.generation < 4);
     }
 
     #[test]
