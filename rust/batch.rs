@@ -896,7 +896,7 @@ const PARALLEL_MIN_ENTRIES: usize = 1 << 11;
 
 /// A parallel chunk holds at least about this many entries (small enough that a batch just
 /// above [`PARALLEL_MIN_ENTRIES`] still splits into several chunks per thread, for balance).
-const CHUNK_MIN_ENTRIES: usize = 1 << 10;
+const CHUNK_MIN_ENTRIES: usize = 1 << 9;
 
 /// Outputs of fewer cells than this are written on the calling thread (waking the pool again
 /// would cost more than the copy).
@@ -995,7 +995,8 @@ pub fn fuse_batch(
     let n_threads = threads_for(entries, n_threads);
     out.n_threads = n_threads;
     out.chunk_rows = if n_threads > 1 {
-        // About 8 chunks per thread (for balance), but none below ~4K entries (rayon's cost).
+        // About 8 chunks per thread (the threads finish within a chunk of each other), but
+        // none below ~500 entries (each chunk has its own buffers).
         let per_row = (entries / rows.max(1)).max(1);
         rows.div_ceil(n_threads * 8)
             .max(CHUNK_MIN_ENTRIES.div_ceil(per_row))
@@ -1005,10 +1006,11 @@ pub fn fuse_batch(
     };
     let n_chunks = rows.div_ceil(out.chunk_rows);
     let first_error = AtomicUsize::new(usize::MAX);
-    let fuse_chunk = |c: usize| {
+    let fuse_chunk = |ws: &mut Workspace, c: usize| {
         let start = c * out.chunk_rows;
         let end = (start + out.chunk_rows).min(rows);
         fuse_chunk(
+            ws,
             lists,
             &table,
             &weights,
@@ -1019,7 +1021,12 @@ pub fn fuse_batch(
             &first_error,
         )
     };
-    let results = pool::map_indices(n_threads, n_chunks, fuse_chunk);
+    let results = pool::map_indices(
+        n_threads,
+        n_chunks,
+        || Workspace::for_trace(trace),
+        fuse_chunk,
+    );
     let mut error: Option<BatchError> = None;
     for r in results {
         match r {
@@ -1052,6 +1059,7 @@ pub fn fuse_batch(
 
 #[allow(clippy::too_many_arguments)]
 fn fuse_chunk(
+    ws: &mut Workspace,
     lists: &[IdMatrix<'_>],
     table: &[Vec<f64>],
     weights: &[f64],
@@ -1061,7 +1069,6 @@ fn fuse_chunk(
     rows: std::ops::Range<usize>,
     first_error: &AtomicUsize,
 ) -> std::result::Result<Chunk, BatchError> {
-    let mut ws = Workspace::for_trace(trace);
     let mut chunk = Chunk::default();
     // Room for the most hits the rows can have, so the buffers never move (untouched capacity
     // costs no memory).

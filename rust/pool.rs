@@ -74,33 +74,38 @@ pub fn run<R: Send>(n_threads: usize, f: impl FnOnce(bool) -> R + Send) -> R {
 }
 
 /// `(0..n).map(work)` on `n_threads` threads: the calling thread and `n_threads - 1` threads of a
-/// pool, each claiming the next index from a shared counter until none is left. The results
-/// come back in index order.
+/// pool, each claiming the next index from a shared counter until none is left. Each thread
+/// makes its own state with `init` once and passes it to every `work` it runs (a workspace,
+/// reused from index to index). The results come back in index order.
 ///
 /// Unlike [`run`], the calling thread works too: it starts on index 0 at once, while the pool's
 /// threads wake up (a few to tens of microseconds on a virtual machine), and it is never put to
 /// sleep and woken again at the end. For a call of a fraction of a millisecond that is most of
 /// the cost of going parallel. `work` must not use rayon's parallel iterators (it may run on the
 /// calling thread, outside any pool, where they would reach rayon's global pool).
-pub fn map_indices<R: Send>(
+pub fn map_indices<S, R: Send>(
     n_threads: usize,
     n: usize,
-    work: impl Fn(usize) -> R + Sync,
+    init: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> R + Sync,
 ) -> Vec<R> {
     let helpers = n_threads.min(n).saturating_sub(1);
     let Some(p) = (helpers > 0).then(|| pool(helpers)).flatten() else {
-        return (0..n).map(work).collect();
+        let mut state = init();
+        return (0..n).map(|i| work(&mut state, i)).collect();
     };
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(n));
     let claim_all = || {
         let mut mine = Vec::new();
+        let mut state = None;
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= n {
                 break;
             }
-            mine.push((i, work(i)));
+            let state = state.get_or_insert_with(&init);
+            mine.push((i, work(state, i)));
         }
         // A poisoned lock only means a panic in another `work`, which the scope re-raises.
         done.lock().unwrap_or_else(|e| e.into_inner()).extend(mine);
@@ -142,7 +147,7 @@ mod tests {
     fn map_indices_is_map_in_order() {
         for threads in [1, 2, 4] {
             for n in [0, 1, 2, 3, 100, 1000] {
-                let got = map_indices(threads, n, |i| i * i);
+                let got = map_indices(threads, n, || 1, |one: &mut usize, i| i * i * *one);
                 assert_eq!(got, (0..n).map(|i| i * i).collect::<Vec<_>>());
             }
         }
