@@ -531,8 +531,8 @@ fn plain_lines<const N: usize, E>(
     let mut count = 0;
     let mut token = start;
     let mut after_delimiter = 1u64; // the byte before `base` is a delimiter (or a line start)
-    while let Some(block) = data.get(base..base + 64) {
-        let (delimiters, breaks, other) = classify(block.try_into().unwrap());
+    while let Some(block) = data.get(base..).and_then(<[u8]>::first_chunk::<64>) {
+        let (delimiters, breaks, other) = classify(block);
         let usable = if other == 0 {
             u64::MAX
         } else {
@@ -590,8 +590,10 @@ fn classify(block: &[u8; 64]) -> (u64, u64, u64) {
     // The high bit of each byte (as bits 0-7) gathered into one byte.
     let gather = |high: u64| (high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
     let (mut delimiters, mut breaks, mut other) = (0u64, 0u64, 0u64);
-    for (w, word) in block.chunks_exact(8).enumerate() {
-        let v = u64::from_le_bytes(word.try_into().unwrap());
+    for w in 0..8 {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&block[w * 8..w * 8 + 8]);
+        let v = u64::from_le_bytes(word);
         let below_0x21 = !(((v & LOW) + ONES * 0x5f) | v) & HIGH;
         let newline = equal(v, b'\n');
         let delimiter = equal(v, b' ') | equal(v, b'\t') | newline;
