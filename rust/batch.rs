@@ -699,6 +699,21 @@ impl Workspace {
             packed.push((descending_bits(by[id]) & !low) | id as u64);
         }
         packed.sort_unstable();
+        // Usually the order by the high bits is already the order by the full scores (exact
+        // ties are in id order by construction): one check of every neighbouring pair, with no
+        // branch to mispredict, and the groups below are only walked when it fails.
+        let full = |x: u64| descending_bits(by[(x & low) as usize]);
+        let mut ordered = true;
+        for pair in packed.windows(2) {
+            ordered &= full(pair[0]) <= full(pair[1]);
+        }
+        if ordered {
+            self.page
+                .extend(packed.iter().skip(p.offset).map(|&x| (x & low) as u32));
+            self.order = order;
+            self.packed = packed;
+            return;
+        }
         let mut start = 0;
         while start < packed.len() {
             let head = packed[start] & !low;
@@ -1565,6 +1580,29 @@ mod tests {
             assert_eq!(t.get(9), 3);
         }
         assert!(t.generation < 4);
+    }
+
+    #[test]
+    fn scores_an_ulp_apart_are_ordered_by_the_full_score() {
+        // k = 0: the scores are the weights, 1.0 and the next double. Their sort keys differ
+        // only in the low bits that hold the key id, so the first sort puts the keys in id
+        // order, the wrong way round; the full-score check must catch it.
+        let (a, b) = ([10], [20]);
+        let mats = [
+            IdMatrix::new(&a, 1, 1).unwrap(),
+            IdMatrix::new(&b, 1, 1).unwrap(),
+        ];
+        let p = Params {
+            k: 0.0,
+            weights: Some(vec![1.0, 1.000_000_000_000_000_2]),
+            ..Params::default()
+        };
+        for limit in [None, Some(2)] {
+            let p = Params { limit, ..p.clone() };
+            let out = rrf_batch(&mats, &p, -1, false, 1).unwrap();
+            assert_eq!(out.ids, vec![20, 10]);
+            assert_eq!(out.scores, vec![1.000_000_000_000_000_2, 1.0]);
+        }
     }
 
     #[test]
