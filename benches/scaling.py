@@ -20,15 +20,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from workloads import best_of, id_arrays
+from workloads import id_arrays
 
 SIZES = [10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000]
 
 
 def curve(threads=None, depth: int = 100, n_lists: int = 2, rounds: int = 7) -> list:
-    """(entries, queries, seconds, ns per entry) for Q x 2 x 100 workloads. The sizes are timed
-    round-robin, best of `rounds`, so that a burst of load on a shared machine does not land on
-    one size only."""
+    """(entries, queries, seconds, ns per entry) for Q x 2 x 100 workloads. Every size is timed
+    the same way: its fastest single call (timeit's advice: the minimum is the figure least
+    disturbed by other work), over calls repeated for 0.05 s per round (one call for the large
+    sizes, hundreds for the small), in `rounds` rounds. The sizes are timed round-robin, so that
+    a burst of load on a shared machine does not land on one size only. (An average over the
+    0.05 s loop, as before, charged the small sizes for every scheduling hiccup of the VM and
+    the large ones for none.)"""
     import rankfusion as rf
 
     workloads = []
@@ -40,12 +44,14 @@ def curve(threads=None, depth: int = 100, n_lists: int = 2, rounds: int = 7) -> 
     best = [float("inf")] * len(workloads)
     for _ in range(rounds):
         for i, (_, arrays) in enumerate(workloads):
-            t = best_of(
-                lambda arrays=arrays: rf.rrf_batch(arrays, threads=threads),
-                repeat=1,
-                min_time=0.05,
-            )
-            best[i] = min(best[i], t)
+            start = time.perf_counter()
+            while True:
+                t0 = time.perf_counter()
+                rf.rrf_batch(arrays, threads=threads)
+                t1 = time.perf_counter()
+                best[i] = min(best[i], t1 - t0)
+                if t1 - start >= 0.05:
+                    break
     rows = []
     for (q, arrays), t in zip(workloads, best):
         n = sum(a.size for a in arrays)
@@ -112,12 +118,16 @@ def rss(what: str = "rrf_batch") -> dict:
 
 
 def print_curve(rows) -> None:
-    base = rows[len(rows) // 2][3]
+    costs = sorted(r[3] for r in rows)
+    median = costs[len(costs) // 2]  # of the per-entry costs (7 sizes: the 4th)
     print(f"{'entries':>12} {'queries':>8} {'time':>10} {'ns/entry':>9} {'vs median':>9}")
     for n, q, t, per in rows:
-        print(f"{n:>12,} {q:>8,} {t * 1e3:>8.2f}ms {per:>9.2f} {per / base:>8.2f}x")
-    spread = max(r[3] for r in rows) / min(r[3] for r in rows)
-    print(f"max/min cost per entry: {spread:.2f}")
+        print(f"{n:>12,} {q:>8,} {t * 1e3:>8.2f}ms {per:>9.2f} {per / median:>8.2f}x")
+    within = max(costs[-1] / median, median / costs[0])
+    print(
+        f"every size within {100 * (within - 1):.0f}% of the median cost per entry "
+        f"(max/min {costs[-1] / costs[0]:.2f})"
+    )
 
 
 def print_rss(r: dict) -> None:
