@@ -102,8 +102,8 @@ fn flip(key: i64) -> u64 {
 /// half full, and a generation stamp per slot so that starting a new row costs nothing. The hash
 /// is a folded multiply of the key with a per-table random seed (foldhash's mixing), so a
 /// crafted set of ids cannot be made to collide without knowing the seed. Each slot also has 8
-/// bits for its key's seen-lists bits (the two-list scan keeps them there, in the cache line it
-/// has just read, rather than in a second array).
+/// bits for its key's seen-lists bits (the dense scans keep them there, in the cache line they
+/// have just read, rather than in a second array).
 struct IdTable {
     slots: Vec<Slot>,
     generation: u32,
@@ -364,10 +364,11 @@ impl Workspace {
             if self.keep_occurrences && self.slot_occurrences.len() < room {
                 self.slot_occurrences.resize(room, (0, 0));
             }
-            if self.stride == 2 {
-                return self.scan_pair(rows, weights, p, table, depth);
-            }
-            return self.scan_dense(rows, weights, p, table, depth);
+            return if self.stride == 2 {
+                self.scan_dense::<true>(rows, weights, p, table, depth)
+            } else {
+                self.scan_dense::<false>(rows, weights, p, table, depth)
+            };
         }
         for position in 0..depth {
             for (slot, &list) in self.read.iter().enumerate() {
@@ -418,11 +419,17 @@ impl Workspace {
         Ok(())
     }
 
-    /// The scan in dense mode: at most 8 lists read, each key counted at most once per list, so
-    /// a key's seen-lists bits also count its contributions (their popcount), and its slots are
-    /// written in place. Whether a key is new is random in fused lists, so the loop has no
-    /// branch on it: the next key's entry is written every time and counts only when it is new.
-    fn scan_dense(
+    /// The scan in dense mode: at most 8 lists read, each key counted at most once per list.
+    /// A key's seen-lists bits live in its hash slot (in the cache line just read) and also
+    /// count its contributions (their popcount), so its contribution slots are written in
+    /// place. Whether a key is new is random in fused lists, so the loop has no branch on it:
+    /// the next key's entry is written every time and counts only when it is new.
+    ///
+    /// `PAIR`, exactly two lists read (hybrid search's lexical + vector, the commonest case),
+    /// is trimmed further: a new key's second slot is written +0.0, which
+    /// [`Workspace::score`] may add (see there), instead of keeping the bits per key for
+    /// [`Workspace::dense_count`] (kept all the same with traces, which read them).
+    fn scan_dense<const PAIR: bool>(
         &mut self,
         rows: &[&[i64]],
         weights: &[f64],
@@ -432,71 +439,15 @@ impl Workspace {
     ) -> Result<()> {
         let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
         let (k, stride) = (p.k, self.stride);
+        let keep_bits = !PAIR || self.keep_occurrences;
         let keep_occurrences = self.keep_occurrences;
+        // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
+        let n_read = if PAIR { 2 } else { self.read.len() };
+        let mut read = [0usize; DENSE_MAX_LISTS];
+        read[..n_read].copy_from_slice(&self.read[..n_read]);
         let mut n_keys = 0;
         for position in 0..depth {
-            for (slot, &list) in self.read.iter().enumerate() {
-                let Some(&key) = rows[list].get(position) else {
-                    continue;
-                };
-                if has_pad && key == pad {
-                    continue;
-                }
-                let mask = 1u64 << slot;
-                let next = n_keys as u32;
-                let id = self.ids.get_or_insert(key, next);
-                self.keys[n_keys] = KeyInfo {
-                    key,
-                    seen: 0,
-                    first: (list as u32, position as u32),
-                };
-                n_keys += (id == next) as usize;
-                let info = &mut self.keys[id as usize];
-                let seen = info.seen;
-                if seen & mask != 0 {
-                    if p.duplicates == Duplicates::Error {
-                        return Err(Error::DuplicateKey {
-                            list_index: list,
-                            position,
-                        });
-                    }
-                    continue;
-                }
-                info.seen = seen | mask;
-                let at = id as usize * stride + ones(seen);
-                self.slot_values[at] = match table {
-                    Some(t) => t[list][position],
-                    None => contribution(weights[list], k, position as u32),
-                };
-                if keep_occurrences {
-                    self.slot_occurrences[at] = (list as u32, position as u32);
-                }
-            }
-        }
-        self.n_keys = n_keys;
-        Ok(())
-    }
-
-    /// The dense scan of exactly two lists read (hybrid search's lexical + vector), the
-    /// commonest case, trimmed: the seen-lists bits live in the hash slot, and a key's two
-    /// contribution slots are written without a branch on whether it is new: a new key's
-    /// second slot is +0.0, which [`Workspace::score`] may add (see there). With traces the
-    /// bits are also kept per key, for [`Workspace::dense_count`].
-    fn scan_pair(
-        &mut self,
-        rows: &[&[i64]],
-        weights: &[f64],
-        p: &RowParams,
-        table: Option<&[Vec<f64>]>,
-        depth: usize,
-    ) -> Result<()> {
-        let (has_pad, pad) = (p.pad.is_some(), p.pad.unwrap_or(0));
-        let k = p.k;
-        let keep_occurrences = self.keep_occurrences;
-        let lists = [self.read[0], self.read[1]];
-        let mut n_keys = 0;
-        for position in 0..depth {
-            for (slot, &list) in lists.iter().enumerate() {
+            for (slot, &list) in read[..n_read].iter().enumerate() {
                 let Some(&key) = rows[list].get(position) else {
                     continue;
                 };
@@ -528,13 +479,23 @@ impl Workspace {
                     Some(t) => t[list][position],
                     None => contribution(weights[list], k, position as u32),
                 };
-                let at = id as usize * 2;
-                // New: [c, +0.0]. Seen in the other list already: [first, c].
-                self.slot_values[at + 1] = if new { 0.0 } else { c };
-                self.slot_values[at + !new as usize] = c;
+                // With two lists a key not new has exactly the other list's bit.
+                let filled = if PAIR {
+                    !new as usize
+                } else {
+                    ones(u64::from(seen))
+                };
+                let at = id as usize * stride + filled;
+                if PAIR {
+                    // New: [c, +0.0]. Seen in the other list already: [first, c].
+                    self.slot_values[at - filled + 1] = if new { 0.0 } else { c };
+                }
+                self.slot_values[at] = c;
+                if keep_bits {
+                    self.keys[id as usize].seen = u64::from(seen | mask);
+                }
                 if keep_occurrences {
-                    self.keys[id as usize].seen = (seen | mask) as u64;
-                    self.slot_occurrences[at + !new as usize] = (list as u32, position as u32);
+                    self.slot_occurrences[at] = (list as u32, position as u32);
                 }
             }
         }
@@ -553,7 +514,7 @@ impl Workspace {
         self.scores.clear();
         self.sums.clear();
         if self.dense && self.stride == 2 {
-            // Two lists (`scan_pair`): a key has one or two contributions, at random. Without
+            // Two lists (`scan_dense::<true>`): a key has one or two contributions, at random. Without
             // a branch on which: a missing second one is +0.0, and the canonical sum of
             // (a, +0.0) is bit for bit that of (a) (a sum started at +0.0 is never -0.0, so
             // adding +0.0 changes nothing).
