@@ -196,6 +196,14 @@ pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
     }
 }
 
+/// A keyword flag (`normalize=`, `trace=`): False when not given, else exactly True or False.
+pub fn optional_flag(value: Arg<'_>, name: &str) -> PyResult<bool> {
+    match value {
+        Arg::Missing => Ok(false),
+        Arg::Given(v) => flag(&v, name),
+    }
+}
+
 /// An integer (anything with `__index__`, not bool) that fits in int64, like the reference's
 /// `_int64`.
 pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
@@ -280,10 +288,7 @@ pub fn shared_params(
     };
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
     let min_score = min_score.map(|m| real(&m, "min_score", true)).transpose()?;
-    let normalize = match normalize {
-        Arg::Missing => false,
-        Arg::Given(v) => flag(&v, "normalize")?,
-    };
+    let normalize = optional_flag(normalize, "normalize")?;
     Ok(Params {
         k,
         weights,

@@ -10,9 +10,6 @@
 //! does not consult rust-numpy's borrow flags). The output arrays are allocated by numpy (so an
 //! impossible size is numpy's MemoryError) and filled with the GIL released.
 
-use std::hash::BuildHasher;
-
-use hashbrown::HashTable;
 use numpy::{
     PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray2,
     PyUntypedArray, PyUntypedArrayMethods,
@@ -22,9 +19,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyTuple};
 
-use super::args::{as_tuple, flag, int64, integer, shared_params, Arg};
+use super::args::{as_tuple, int64, integer, optional_flag, shared_params, Arg};
 use super::errors::{to_pyerr, BindError};
-use super::keys::{exact_ints, read_tokens};
+use super::keys::{exact_ints, read_tokens, HashIds};
 use super::rrf::{build_hits, extract_raw_scores, fuse, new_hit, RrfArgs};
 use crate::batch::{self, IdMatrix, Output, Query, QueryHits, RowParams};
 use crate::fusion::{self, Params, Plan, TieBreak};
@@ -235,13 +232,6 @@ fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<'py>
     })
 }
 
-fn trace_flag(trace: Arg<'_>) -> PyResult<bool> {
-    match trace {
-        Arg::Missing => Ok(false),
-        Arg::Given(v) => flag(&v, "trace"),
-    }
-}
-
 fn thread_count(threads: Option<Bound<'_, PyAny>>) -> PyResult<usize> {
     let threads = threads.map(|t| integer(&t, "threads", 1)).transpose()?;
     Ok(pool::resolve_threads(threads))
@@ -313,7 +303,7 @@ pub fn rrf_batch<'py>(
         min_score,
         normalize,
     )?;
-    let trace = trace_flag(trace)?;
+    let trace = optional_flag(trace, "trace")?;
     let n_threads = thread_count(threads)?;
 
     let matrices = arrays
@@ -378,39 +368,27 @@ pub fn rrf_batch<'py>(
 /// strings are one key), so that queries of strings are fused like queries of ints. Items are
 /// looked at through borrowed pointers into the query's tuples (no reference counting); the
 /// table is emptied for every query, so no pointer outlives the tuples it points into.
-#[derive(Default)]
 struct StrTokens {
-    table: HashTable<u32>,
-    hashes: Vec<isize>,
-    objects: Vec<*mut pyo3::ffi::PyObject>,
-    state: foldhash::fast::FixedState,
+    ids: HashIds<*mut pyo3::ffi::PyObject>,
 }
 
 impl StrTokens {
+    fn new() -> Self {
+        StrTokens {
+            ids: HashIds::with_capacity(0),
+        }
+    }
+
     /// `key` must be an exact str, alive while the table holds it; GIL held.
     unsafe fn token(&mut self, key: *mut pyo3::ffi::PyObject) -> i64 {
         use pyo3::ffi;
         // Hashing an exact str never fails (and is cached by the object).
         let hash = ffi::PyObject_Hash(key);
-        let h64 = self.state.hash_one(hash);
-        let (hashes, objects) = (&self.hashes, &self.objects);
         // Exact str == exact str never raises: RichCompareBool is 1 or 0 (identity first).
-        let found = self.table.find(h64, |&id| {
-            hashes[id as usize] == hash && {
-                let o = objects[id as usize];
-                o == key || ffi::PyObject_RichCompareBool(o, key, ffi::Py_EQ) == 1
-            }
+        let found = self.ids.find(hash, |o| {
+            o == key || ffi::PyObject_RichCompareBool(o, key, ffi::Py_EQ) == 1
         });
-        if let Some(&id) = found {
-            return id as i64;
-        }
-        let id = self.objects.len() as u32;
-        let (state, hashes) = (&self.state, &self.hashes);
-        self.table
-            .insert_unique(h64, id, |&i| state.hash_one(hashes[i as usize]));
-        self.hashes.push(hash);
-        self.objects.push(key);
-        id as i64
+        i64::from(found.unwrap_or_else(|| self.ids.insert(hash, key)))
     }
 
     /// Like `exact_ints`: tokens for the read part of every list when every item read is an
@@ -421,21 +399,13 @@ impl StrTokens {
         weights: &[f64],
         window: Option<usize>,
     ) -> Option<Vec<Vec<i64>>> {
-        self.table.clear();
-        self.hashes.clear();
-        self.objects.clear();
-        // Room for every key up front: growing the table key by key rehashes it several times.
         let most: usize = lists
             .iter()
             .zip(weights)
             .filter(|(_, &w)| w != 0.0)
             .map(|(l, _)| l.len().min(window.unwrap_or(usize::MAX)))
             .sum();
-        let (state, hashes) = (&self.state, &self.hashes);
-        self.table
-            .reserve(most, |&i| state.hash_one(hashes[i as usize]));
-        self.hashes.reserve(most);
-        self.objects.reserve(most);
+        self.ids.clear(most);
         read_tokens(lists, weights, window, |item| {
             // SAFETY: an exact str, alive as long as the tuple; GIL held.
             item.is_exact_instance_of::<PyString>()
@@ -560,7 +530,7 @@ pub fn rrf_many<'py>(
             Some(s)
         }
     };
-    let trace = trace_flag(trace)?;
+    let trace = optional_flag(trace, "trace")?;
     let n_threads = thread_count(threads)?;
 
     // Queries go in small blocks, so that each block's objects are still in cache when its
@@ -575,7 +545,7 @@ pub fn rrf_many<'py>(
     const BLOCK_ENTRIES: usize = 1 << 14;
     const BLOCK_QUERIES: usize = 128;
     let row_params = RowParams::new(&params, None);
-    let mut tokens = StrTokens::default();
+    let mut tokens = StrTokens::new();
     let out = PyList::empty(py);
     let mut start = 0;
     while start < n_queries {

@@ -62,15 +62,69 @@ pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     HASHABLE.import(py, "collections.abc", "Hashable")
 }
 
+/// Dense ids (in order of first sight) for objects identified by their Python hash and an
+/// equality test: the table behind both interners ([`PyInterner`] and rrf_many's str tokens).
+pub struct HashIds<T> {
+    table: HashTable<u32>,
+    hashes: Vec<isize>,
+    objects: Vec<T>,
+    state: foldhash::fast::FixedState,
+}
+
+impl<T: Copy> HashIds<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        HashIds {
+            table: HashTable::with_capacity(n),
+            hashes: Vec::with_capacity(n),
+            objects: Vec::with_capacity(n),
+            state: foldhash::fast::FixedState::default(),
+        }
+    }
+
+    /// Forgets every object, keeping room for `n` (growing the table object by object would
+    /// rehash it several times).
+    pub fn clear(&mut self, n: usize) {
+        self.table.clear();
+        self.hashes.clear();
+        self.objects.clear();
+        let (state, hashes) = (&self.state, &self.hashes);
+        self.table
+            .reserve(n, |&i| state.hash_one(hashes[i as usize]));
+        self.hashes.reserve(n);
+        self.objects.reserve(n);
+    }
+
+    /// The id of a stored object of hash `hash` for which `eq` is true.
+    #[inline]
+    pub fn find(&self, hash: isize, mut eq: impl FnMut(T) -> bool) -> Option<u32> {
+        let (hashes, objects) = (&self.hashes, &self.objects);
+        self.table
+            .find(self.state.hash_one(hash), |&id| {
+                hashes[id as usize] == hash && eq(objects[id as usize])
+            })
+            .copied()
+    }
+
+    /// Stores `object` (not found by [`HashIds::find`]) under a new id.
+    #[inline]
+    pub fn insert(&mut self, hash: isize, object: T) -> u32 {
+        let id = self.objects.len() as u32;
+        let (state, hashes) = (&self.state, &self.hashes);
+        self.table.insert_unique(state.hash_one(hash), id, |&i| {
+            state.hash_one(hashes[i as usize])
+        });
+        self.hashes.push(hash);
+        self.objects.push(object);
+        id
+    }
+}
+
 /// Interns Python keys into dense ids (new ids in order of first sight), as a `dict` would
 /// identify them. Exceptions raised by a key's `__hash__` or `__eq__` propagate unchanged; an
 /// item whose type is not hashable at all is a TypeError naming its position.
 pub struct PyInterner<'a, 'py> {
     lists: &'a [Bound<'py, PyTuple>],
-    table: HashTable<u32>,
-    hashes: Vec<isize>,
-    objects: Vec<Borrowed<'a, 'py, PyAny>>,
-    state: foldhash::fast::FixedState,
+    ids: HashIds<Borrowed<'a, 'py, PyAny>>,
 }
 
 impl<'a, 'py> PyInterner<'a, 'py> {
@@ -78,10 +132,7 @@ impl<'a, 'py> PyInterner<'a, 'py> {
         let total: usize = lists.iter().map(|l| l.len()).sum();
         PyInterner {
             lists,
-            table: HashTable::with_capacity(total),
-            hashes: Vec::with_capacity(total),
-            objects: Vec::with_capacity(total),
-            state: foldhash::fast::FixedState::default(),
+            ids: HashIds::with_capacity(total),
         }
     }
 
@@ -101,14 +152,11 @@ impl<'a, 'py> PyInterner<'a, 'py> {
                 return Err(e);
             }
         };
-        let h64 = self.state.hash_one(hash);
         let mut error = None;
-        let (hashes, objects) = (&self.hashes, &self.objects);
-        let found = self.table.find(h64, |&id| {
-            if error.is_some() || hashes[id as usize] != hash {
+        let found = self.ids.find(hash, |stored| {
+            if error.is_some() {
                 return false;
             }
-            let stored = objects[id as usize];
             if stored.is(&*key) {
                 return true;
             }
@@ -127,15 +175,9 @@ impl<'a, 'py> PyInterner<'a, 'py> {
         if let Some(e) = error {
             return Err(e);
         }
-        if let Some(&id) = found {
-            return Ok(id);
-        }
-        let id = self.objects.len() as u32;
-        let (state, hashes) = (&self.state, &self.hashes);
-        self.table
-            .insert_unique(h64, id, |&i| state.hash_one(hashes[i as usize]));
-        self.hashes.push(hash);
-        self.objects.push(key);
-        Ok(id)
+        Ok(match found {
+            Some(id) => id,
+            None => self.ids.insert(hash, key),
+        })
     }
 }

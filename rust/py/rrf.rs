@@ -4,7 +4,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use super::args::{as_tuple, flag, real, shared_params, Arg};
+use super::args::{as_tuple, optional_flag, real, shared_params, Arg};
 use super::errors::{to_pyerr, BindError};
 use super::keys::{exact_ints, PyInterner};
 use super::results::{Contribution, Hit};
@@ -54,10 +54,7 @@ pub fn extract_args<'py>(
         normalize,
     )?;
     let raw_scores = extract_raw_scores(scores, &lists)?;
-    let trace = match trace {
-        Arg::Missing => false,
-        Arg::Given(v) => flag(&v, "trace")?,
-    };
+    let trace = optional_flag(trace, "trace")?;
     Ok(RrfArgs {
         lists,
         params,
