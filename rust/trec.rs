@@ -208,6 +208,15 @@ fn digits_end(b: &[u8], mut i: usize) -> usize {
     }
 }
 
+/// (negative, the rest) of a number with an optional leading `-` or `+`.
+fn split_sign(t: &[u8]) -> (bool, &[u8]) {
+    match t {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, t),
+    }
+}
+
 /// A run score as Python's `float()` reads it: `[sign] (digits [. [digits]] | . digits)
 /// [(e|E) [sign] digits]` with PEP 515 underscores, or `inf`, `infinity`, `nan` in any case
 /// with an optional sign. Correctly rounded (overflow gives ±inf, as `float()` does).
@@ -215,11 +224,7 @@ pub fn parse_score(t: &[u8]) -> Number<f64> {
     if !t.is_ascii() {
         return Number::Unknown;
     }
-    let (negative, body) = match t.first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
+    let (negative, body) = split_sign(t);
     if body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity") {
         return Number::Value(if negative {
             f64::NEG_INFINITY
@@ -276,11 +281,7 @@ pub fn parse_gain(t: &[u8]) -> Number<i64> {
     if !t.is_ascii() {
         return Number::Unknown;
     }
-    let (negative, body) = match t.first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
+    let (negative, body) = split_sign(t);
     if body.is_empty() || digits_end(body, 0) != body.len() {
         return Number::Invalid;
     }
