@@ -18,31 +18,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _keys import Folded
 from hypothesis import currently_in_test_context, event, given
 from hypothesis import strategies as st
 
 # --- key types ---------------------------------------------------------------------------------
-
-
-class Folded(str):
-    """A str subclass with its own __eq__/__hash__: case-insensitive, equal to plain str too."""
-
-    __slots__ = ()
-
-    def __eq__(self, other):
-        if isinstance(other, str):
-            return self.casefold() == other.casefold()
-        return NotImplemented
-
-    def __ne__(self, other):
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    def __hash__(self):
-        return hash(self.casefold())
-
-    def __repr__(self):
-        return f"Folded({str.__repr__(self)})"
 
 
 class HashBoom(Exception):

@@ -12,6 +12,7 @@ import json
 import struct
 
 import pytest
+from _keys import Folded
 
 
 def bits(x: float) -> bytes:
@@ -371,21 +372,6 @@ def test_non_ascii_and_surrogate_text_keys(rrf):
 
 
 def test_str_subclass_with_its_own_eq_and_hash(rrf):
-    class Folded(str):
-        __slots__ = ()
-
-        def __eq__(self, other):
-            if isinstance(other, str):
-                return self.casefold() == other.casefold()
-            return NotImplemented
-
-        def __ne__(self, other):
-            result = self.__eq__(other)
-            return result if result is NotImplemented else not result
-
-        def __hash__(self):
-            return hash(self.casefold())
-
     first = Folded("HELLO")
     hits = rrf([[first, "x"], ["hello", Folded("Hello")]], k=0, duplicates="sum")
     assert_hits(hits, [(first, 0.0 + 1 / 2 + 1 / 1 + 1 / 1), ("x", 1 / 2)])
