@@ -278,10 +278,6 @@ fn ones(seen: u64) -> usize {
 }
 
 impl Workspace {
-    pub fn new() -> Self {
-        Self::for_trace(true)
-    }
-
     /// A workspace for rows whose traces are (`trace`) or are not read: without traces the
     /// dense scan does not record where each contribution came from.
     pub fn for_trace(trace: bool) -> Self {
