@@ -923,30 +923,9 @@ pub fn fuse_batch(
         n_threads: 1,
     };
 
-    // normalize=True: the same normaliser for every row; when it cannot be had, every row that
-    // is not empty (only pads) fails, and the first one is the error.
+    // normalize=True: the same normaliser for every row, checked with the arguments.
     let normalizer = if params.normalize {
-        let top = fusion::normalizer(&weights, params.k);
-        match top {
-            Ok(t) => Some(t),
-            Err(error) => {
-                let nonempty =
-                    (0..rows).find(|&q| lists.iter().any(|l| l.row(q).iter().any(|&x| x != pad)));
-                if let Some(row) = nonempty {
-                    return Err(BatchError::Row {
-                        row,
-                        error,
-                        key: None,
-                    });
-                }
-                out.width = params.limit.map_or(0, |l| l.min(cap));
-                out.chunks.push(Chunk {
-                    counts: vec![0; rows],
-                    ..Chunk::default()
-                });
-                return Ok(out);
-            }
-        }
+        Some(fusion::normalizer(&weights, params.k)?)
     } else {
         None
     };
@@ -1470,7 +1449,13 @@ mod tests {
                         .expect_err("the batch fails where rrf did not");
                     assert_eq!(e.kind(), error.kind());
                 }
-                Err(BatchError::Argument(e)) => panic!("unexpected argument error {e}"),
+                Err(BatchError::Argument(e)) => {
+                    // Only normalize without a positive weight, which rrf raises for every row.
+                    assert!(params.normalize, "unexpected argument error {e}");
+                    for expected in &per_row {
+                        assert_eq!(expected.as_ref().err(), Some(&e));
+                    }
+                }
             }
         }
     }
@@ -1600,22 +1585,19 @@ mod tests {
     }
 
     #[test]
-    fn normalize_without_positive_weight_fails_on_the_first_nonempty_row() {
-        let a = [-1, -1, 1, 2];
-        let mats = [IdMatrix::new(&a, 2, 2).unwrap()];
+    fn normalize_without_positive_weight_is_an_argument_error() {
         let p = Params {
             weights: Some(vec![-1.0]),
             normalize: true,
             ..Params::default()
         };
-        match rrf_batch(&mats, &p, -1, false, 1) {
-            Err(BatchError::Row { row: 1, .. }) => {}
-            other => panic!("{other:?}"),
+        for a in [[-1, -1, 1, 2], [-1, -1, -1, -1]] {
+            let mats = [IdMatrix::new(&a, 2, 2).unwrap()];
+            match rrf_batch(&mats, &p, -1, false, 1) {
+                Err(BatchError::Argument(_)) => {}
+                other => panic!("{other:?}"),
+            }
         }
-        let pads = [-1, -1, -1, -1];
-        let mats = [IdMatrix::new(&pads, 2, 2).unwrap()];
-        let out = rrf_batch(&mats, &p, -1, false, 1).unwrap();
-        assert_eq!(out.counts, vec![0, 0]);
     }
 
     #[test]

@@ -489,18 +489,19 @@ pub struct Plan {
     pub normalizer: Option<f64>,
 }
 
-/// Checks `params` for lists of lengths `lens`. `Ok(None)` for empty input (no lists, or only
-/// empty lists), which is never an error and gives no hits.
+/// Checks `params` for lists of lengths `lens` (normalize=True needs a positive weight whether or
+/// not the lists hold any item). `Ok(None)` for empty input (no lists, or only empty lists): no
+/// hits.
 pub fn plan(lens: &[usize], params: &Params) -> Result<Option<Plan>> {
     let weights = params.check(lens.len())?;
-    if lens.iter().all(|&n| n == 0) {
-        return Ok(None);
-    }
     let normalizer = if params.normalize {
         Some(normalizer(&weights, params.k)?)
     } else {
         None
     };
+    if lens.iter().all(|&n| n == 0) {
+        return Ok(None);
+    }
     Ok(Some(Plan {
         weights,
         normalizer,
@@ -799,10 +800,15 @@ mod tests {
         let empty: [&[&str]; 2] = [&[], &[]];
         let p = Params {
             normalize: true,
-            weights: Some(vec![-1.0, 0.0]),
+            weights: Some(vec![1.0, 0.0]),
             ..params()
         };
         assert!(rrf(&empty, &p).unwrap().is_empty());
+        let no_positive = Params {
+            weights: Some(vec![-1.0, 0.0]),
+            ..p
+        };
+        assert!(rrf(&empty, &no_positive).is_err());
     }
 
     #[test]

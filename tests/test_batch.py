@@ -99,14 +99,18 @@ def test_width_rule():
 
 
 def test_normalize_without_positive_weight():
-    # A row of pads only is empty input: no hits, no error; any other row fails as rrf does.
-    pads = np.full((2, 3), -1)
-    r = rf.rrf_batch([pads], weights=[-1.0], normalize=True)
-    assert r.counts.tolist() == [0, 0]
-    mixed = np.array([[-1, -1], [1, -1]])
+    # An argument error, raised before any row is read: rows of pads only, no rows at all and
+    # no lists at all fail like any other batch.
+    cases = [
+        ([np.full((2, 3), -1)], [-1.0]),
+        ([np.array([[-1, -1], [1, -1]])], [-1.0]),
+        ([np.zeros((0, 3), dtype=np.int64)], [0.0]),
+        ([], None),
+    ]
     for f in (rf.rrf_batch, ref.rrf_batch):
-        with pytest.raises(ValueError, match="^row 1: normalize=True needs"):
-            f([mixed], weights=[-1.0], normalize=True)
+        for lists, weights in cases:
+            with pytest.raises(ValueError, match="^normalize=True needs"):
+                f(lists, weights=weights, normalize=True)
 
 
 def test_errors_name_the_first_failing_row():

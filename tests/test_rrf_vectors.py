@@ -277,9 +277,12 @@ def test_normalize_ignores_negative_and_zero_weights_in_the_maximum(rrf):
     assert_hits(hits, [("a", (2 / 2) / best), ("b", (-1 / 2) / best)])
 
 
-def test_normalize_on_empty_input_is_not_an_error(rrf):
-    assert rrf([], normalize=True) == []
-    assert rrf([[], []], weights=[0, -1], normalize=True) == []
+def test_normalize_needs_a_positive_weight_even_on_empty_input(rrf):
+    # The check is about the arguments: it does not depend on whether the lists hold items.
+    assert rrf([[], []], weights=[0, 1], normalize=True) == []
+    for lists, weights in (([], None), ([[], []], [0, -1]), ([["a"]], [0])):
+        with pytest.raises(ValueError, match="^normalize=True needs at least one list"):
+            rrf(lists, weights=weights, normalize=True)
 
 
 def test_normalize_signed_zero_ties(rrf):

@@ -165,6 +165,20 @@ class _Options:
     limit: Optional[int]
     min_score: Optional[float]
     normalize: bool
+    # normalize=True: the largest score a key could reach with duplicates="first" (None when
+    # normalize=False, or in rrf_many before a query's number of lists is known).
+    best_possible: Optional[float] = None
+
+
+def _best_possible(weights: list, k: float) -> float:
+    """normalize=True's divisor: the values w / (k + 1) of the lists of positive weight, added like
+    a score. Checked before any list item is read, whether or not the lists hold any item."""
+    if not any(w > 0 for w in weights):
+        raise ValueError("normalize=True needs at least one list with a positive weight")
+    best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
+    if not (best_possible > 0 and math.isfinite(best_possible)):  # under- or overflow
+        raise ValueError(f"normalize=True: the largest possible score is {best_possible}")
+    return best_possible
 
 
 def _options(
@@ -191,7 +205,19 @@ def _options(
     if min_score is not None:
         min_score = _real(min_score, "min_score")
     normalize = _flag(normalize, "normalize")
-    return _Options(k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize)
+    best_possible = _best_possible(weights, k) if normalize and weights is not None else None
+    return _Options(
+        k,
+        weights,
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
+        best_possible,
+    )
 
 
 def rrf(
@@ -239,18 +265,6 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
     if is_hole is None:
         is_hole = lambda item: False  # noqa: E731
 
-    # Empty input (no lists, or only empty lists) is never an error: it gives no hits.
-    if all(is_hole(item) for lst in lists for item in lst):
-        return []
-
-    # normalize divides by the largest score a key could reach with duplicates="first".
-    if o.normalize:
-        if not any(w > 0 for w in weights):
-            raise ValueError("normalize=True needs at least one list with a positive weight")
-        best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
-        if not (best_possible > 0 and math.isfinite(best_possible)):  # under- or overflow
-            raise ValueError(f"normalize=True: the largest possible score is {best_possible}")
-
     # 2. The interleaved scan: rank 1 of list 0, rank 1 of list 1, ..., rank 2 of list 0, ...
     #    A list of weight 0 is skipped entirely, and only the first `window` items are read.
     #    A key's position in `found` (a dict keeps insertion order) is its first appearance.
@@ -288,7 +302,7 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             raise ValueError(f"the score of key {key!r} is not finite ({total}): weights too large")
         score = total
         if o.normalize:
-            score = total / best_possible
+            score = total / o.best_possible
             if not math.isfinite(score):
                 raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
         contributions.sort(key=lambda c: (c.list_index, c.rank))

@@ -289,6 +289,14 @@ pub fn shared_params(
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
     let min_score = min_score.map(|m| real(&m, "min_score", true)).transpose()?;
     let normalize = optional_flag(normalize, "normalize")?;
+    if normalize {
+        // Checked here, in the reference's order, when the weights are known.
+        match (&weights, n_lists) {
+            (Some(w), _) => fusion::normalizer(w, k).map(drop)?,
+            (None, Some(n)) => fusion::normalizer(&vec![1.0; n], k).map(drop)?,
+            (None, None) => {}
+        }
+    }
     Ok(Params {
         k,
         weights,

@@ -347,7 +347,7 @@ pub fn build_hits<'py>(
 ///         tie_break="key". The message names the argument.
 ///     ValueError: a wrong value (negative or non-finite k, weights of the wrong length or not
 ///         finite, window < 1, negative offset/limit, unknown duplicates/tie_break, normalize
-///         without a positive weight on non-empty input, a repeated key with duplicates="error",
+///         without a positive weight, a repeated key with duplicates="error",
 ///         a score overflowing to infinity).
 ///     Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
 ///     or only empty lists) is not an error: it gives [].
