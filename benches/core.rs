@@ -80,15 +80,15 @@ fn bench(c: &mut Criterion) {
             .collect();
         let entries: usize = data.iter().map(Vec::len).sum();
         group.throughput(Throughput::Elements(entries as u64));
-        let params = Params::default();
+        let plan = Params::default().plan(mats.len()).expect("plan");
         for threads in [1, cpus] {
-            let first = fuse_batch(&mats, &params, -1, false, threads).expect("fused");
+            let first = fuse_batch(&mats, &plan, -1, false, threads).expect("fused");
             let w = first.width();
             let (mut ids, mut scores, mut counts) =
                 (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
             group.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, &t| {
                 b.iter(|| {
-                    let fused = fuse_batch(&mats, &params, -1, false, t).expect("fused");
+                    let fused = fuse_batch(&mats, &plan, -1, false, t).expect("fused");
                     assert_eq!(fused.width(), w);
                     fused.write(Output {
                         ids: &mut ids,

@@ -1,108 +1,203 @@
-//! The one error type of the core. Every bad input is a value of this enum; the Python binding maps
-//! it to an exception in one place (`py::errors`). Errors about a key carry the key's position
-//! (list index, 0-based position in the list) so the caller can render the key however it likes.
+//! The one error type of the core. Every bad input is a value: a [`Problem`] (what is wrong) and
+//! an [`At`] (where: the call's arguments, a row of a batch, a query of run files, a line of a
+//! file). The Python binding maps it to an exception in one place (`py::errors`).
+//!
+//! A problem about a key (a repeat, a score that overflows) names it by its place in the input
+//! ([`KeyRef`]); the layer that holds the keys adds the key itself ([`Key`]), or, in the binding,
+//! renders the `repr` of the key object found at that place.
 
 use std::fmt;
 
-/// What kind of Python exception an error becomes: `TypeError` or `ValueError`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Type,
-    Value,
+use crate::trec::{repr_approx, Reason};
+
+/// The key an error is about: its place in the fused input and, once the layer that holds the
+/// keys has looked it up, the key itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRef {
+    /// The list it is in (0-based) ...
+    pub list: usize,
+    /// ... and its 0-based position there (its rank is `position + 1`).
+    pub position: usize,
+    pub key: Option<Key>,
 }
 
+/// A key, as the core holds it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Error {
-    /// An argument of the wrong type (`TypeError`).
-    Type { argument: String, message: String },
+pub enum Key {
+    /// An int key (a batch row's id).
+    Int(i64),
+    /// A key given as bytes (a doc id of a run file).
+    Bytes(Vec<u8>),
+}
+
+impl KeyRef {
+    pub fn at(list: usize, position: usize) -> Self {
+        KeyRef {
+            list,
+            position,
+            key: None,
+        }
+    }
+}
+
+/// What is wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Problem {
     /// An argument with a wrong value (`ValueError`).
-    Value { argument: String, message: String },
-    /// `duplicates="error"` and a key repeats inside one list. `position` is the repeat's 0-based
-    /// index in list `list_index` (its rank is `position + 1`).
-    DuplicateKey { list_index: usize, position: usize },
-    /// A fused score overflowed (huge weights). `list_index`/`position` locate the key's first
-    /// occurrence; `normalized` tells whether it was the score divided by the normaliser.
+    Invalid { argument: String, message: String },
+    /// `duplicates="error"` and a key repeats inside one list: `key` is the repeat.
+    DuplicateKey { key: KeyRef },
+    /// A fused score that is not finite (huge weights); `normalized`: it was the score divided
+    /// by the normaliser. `key` is the key's first occurrence.
     NonFiniteScore {
-        list_index: usize,
-        position: usize,
+        key: KeyRef,
         score: f64,
         normalized: bool,
     },
+    /// A malformed TREC file (`TrecFormatError`).
+    Malformed(Reason),
+    /// A fused score the TREC writer cannot write.
+    Unwritable(f64),
+}
+
+/// Where it is wrong.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum At {
+    /// The call's arguments, or its only query.
+    #[default]
+    Call,
+    /// Row `q` of a batch.
+    Row(usize),
+    /// Query `q` of a list of queries.
+    Query(usize),
+    /// The query of run files with this id (bytes of the files).
+    Qid(Vec<u8>),
+    /// A line of a file (1-based); `None` for the file as a whole.
+    Line(Option<usize>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    pub problem: Problem,
+    pub at: At,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl From<Problem> for Error {
+    fn from(problem: Problem) -> Self {
+        Error {
+            problem,
+            at: At::Call,
+        }
+    }
 }
 
 impl Error {
-    pub fn value(argument: &str, message: impl Into<String>) -> Self {
-        Error::Value {
+    /// An argument with a wrong value.
+    pub fn invalid(argument: &str, message: impl Into<String>) -> Self {
+        Problem::Invalid {
             argument: argument.to_owned(),
             message: message.into(),
         }
+        .into()
     }
 
-    pub fn type_(argument: &str, message: impl Into<String>) -> Self {
-        Error::Type {
-            argument: argument.to_owned(),
-            message: message.into(),
-        }
+    /// The same error, located at `at`.
+    pub fn at(mut self, at: At) -> Self {
+        self.at = at;
+        self
     }
 
-    /// (list index, position) of the key the error is about: a repeated key, or the first
-    /// occurrence of a key whose score is not finite.
-    pub fn location(&self) -> Option<(usize, usize)> {
-        match *self {
-            Error::DuplicateKey {
-                list_index,
-                position,
-            }
-            | Error::NonFiniteScore {
-                list_index,
-                position,
-                ..
-            } => Some((list_index, position)),
+    /// The key the error is about, if any.
+    pub fn key(&self) -> Option<&KeyRef> {
+        match &self.problem {
+            Problem::DuplicateKey { key } | Problem::NonFiniteScore { key, .. } => Some(key),
             _ => None,
         }
     }
 
-    pub fn kind(&self) -> Kind {
-        match self {
-            Error::Type { .. } => Kind::Type,
-            _ => Kind::Value,
+    /// The same error with the key it is about (if any) looked up by `lookup(list, position)`.
+    pub fn with_key(mut self, lookup: impl FnOnce(usize, usize) -> Option<Key>) -> Self {
+        if let Problem::DuplicateKey { key } | Problem::NonFiniteScore { key, .. } =
+            &mut self.problem
+        {
+            key.key = lookup(key.list, key.position);
+        }
+        self
+    }
+
+    /// The message of the problem, `key` rendering the key and `text` the bytes quoted by a
+    /// malformed file's reason, without the place (see [`Error::prefix`]).
+    pub fn message(
+        &self,
+        key: &mut dyn FnMut(&KeyRef) -> String,
+        text: &mut dyn FnMut(&[u8]) -> String,
+    ) -> String {
+        match &self.problem {
+            Problem::Invalid { message, .. } => message.clone(),
+            Problem::DuplicateKey { key: k } => format!(
+                "lists[{}] has the key {} more than once (rank {})",
+                k.list,
+                key(k),
+                k.position + 1
+            ),
+            Problem::NonFiniteScore {
+                key: k,
+                score,
+                normalized,
+            } => {
+                let score = crate::trec::pyrepr::float(*score);
+                if *normalized {
+                    format!(
+                        "the normalized score of key {} is not finite ({score})",
+                        key(k)
+                    )
+                } else {
+                    format!(
+                        "the score of key {} is not finite ({score}): weights too large",
+                        key(k)
+                    )
+                }
+            }
+            Problem::Malformed(reason) => reason.render(text),
+            Problem::Unwritable(value) => format!("cannot write the fused score {value:?}"),
         }
     }
 
-    /// The message, with `key` standing for the offending key where the error is about one.
-    pub fn message_with_key(&self, key: &str) -> String {
-        match self {
-            Error::Type { message, .. } | Error::Value { message, .. } => message.clone(),
-            Error::DuplicateKey {
-                list_index,
-                position,
-            } => format!(
-                "lists[{list_index}] has the key {key} more than once (rank {})",
-                position + 1
-            ),
-            Error::NonFiniteScore {
-                score, normalized, ..
-            } => {
-                if *normalized {
-                    format!("the normalized score of key {key} is not finite ({score})")
-                } else {
-                    format!("the score of key {key} is not finite ({score}): weights too large")
-                }
-            }
+    /// The place as a message prefix: `"row 3: "`, `"queries[2]: "`, `"query '7': "`, or
+    /// nothing (lines are shown by the caller, which knows the file).
+    pub fn prefix(&self, text: &mut dyn FnMut(&[u8]) -> String) -> String {
+        match &self.at {
+            At::Call | At::Line(_) => String::new(),
+            At::Row(q) => format!("row {q}: "),
+            At::Query(q) => format!("queries[{q}]: "),
+            At::Qid(qid) => format!("query {}: ", text(qid)),
         }
+    }
+}
+
+/// A key rendered without Python: ints as digits, bytes as Python would `repr` their text
+/// (approximately), a key not looked up as its place `lists[i][j]`.
+pub fn plain_key(key: &KeyRef) -> String {
+    match &key.key {
+        None => format!("lists[{}][{}]", key.list, key.position),
+        Some(Key::Int(v)) => v.to_string(),
+        Some(Key::Bytes(b)) => repr_approx(b),
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let key = self
-            .location()
-            .map(|(list_index, position)| format!("lists[{list_index}][{position}]"))
-            .unwrap_or_default();
-        f.write_str(&self.message_with_key(&key))
+        let mut text = |b: &[u8]| repr_approx(b);
+        let prefix = self.prefix(&mut text);
+        let line = match self.at {
+            At::Line(Some(line)) => format!("line {line}: "),
+            _ => String::new(),
+        };
+        let message = self.message(&mut plain_key, &mut text);
+        write!(f, "{prefix}{line}{message}")
     }
 }
 
 impl std::error::Error for Error {}
-
-pub type Result<T> = std::result::Result<T, Error>;

@@ -1,7 +1,8 @@
-//! rankfusion's core: Reciprocal Rank Fusion with traces, in plain Rust.
+//! rankfusion's core: rank fusion with traces, batched fusion, candidate revalidation and TREC
+//! run files, in plain Rust.
 //!
 //! The algorithms know nothing of Python; the `python` feature adds the PyO3 binding layer
-//! (`py`), the only module that imports pyo3.
+//! (`py`), the only module that imports pyo3. docs/architecture.md draws the whole house.
 
 pub mod batch;
 pub mod error;
@@ -10,10 +11,9 @@ pub mod memory;
 pub mod pool;
 pub mod revalidate;
 pub mod trec;
-pub mod trec_fuse;
 
 #[cfg(feature = "python")]
 mod py;
 
 pub use error::{Error, Result};
-pub use fusion::{rrf, rrf_ord, Duplicates, Params, TieBreak};
+pub use fusion::{rrf, Duplicates, Params, TieBreak};

@@ -47,7 +47,7 @@ impl Plan {
 
 /// Builds the plan of `n` candidates. `intern(position)` must return the unique index of the
 /// candidate's id: an existing index for an id already met, or exactly the number of distinct
-/// ids met so far for a new one (see `fusion::scan`). Its errors stop the plan at once.
+/// ids met so far for a new one (as the fusion scan hands out key ids). Its errors stop the plan at once.
 pub fn plan_with<E: From<Error>>(
     n: usize,
     mut intern: impl FnMut(usize) -> std::result::Result<u32, E>,
@@ -128,7 +128,7 @@ impl BatchPlan {
 
 fn check_count(n: usize, name: &str) -> Result<()> {
     if n >= NONE as usize {
-        return Err(Error::value(
+        return Err(Error::invalid(
             name,
             format!("{name} has {n} entries, more than revalidation handles at once"),
         ));
@@ -227,7 +227,7 @@ impl<'a, S: Copy + Into<f64> + Sync> Batch<'a, S> {
         pad: i64,
     ) -> Result<Self> {
         if n_rows.checked_mul(n_cols) != Some(ids.len()) {
-            return Err(Error::value(
+            return Err(Error::invalid(
                 "ids",
                 format!(
                     "ids has {} values for shape ({n_rows}, {n_cols})",
@@ -236,7 +236,7 @@ impl<'a, S: Copy + Into<f64> + Sync> Batch<'a, S> {
             ));
         }
         if scores.len() != ids.len() {
-            return Err(Error::value(
+            return Err(Error::invalid(
                 "scores",
                 format!("scores has {} values for {} ids", scores.len(), ids.len()),
             ));
@@ -365,7 +365,7 @@ pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
 /// `is_live` must answer one bool per unique id.
 pub fn check_live_len(got: usize, expected: usize) -> Result<()> {
     if got != expected {
-        return Err(Error::value(
+        return Err(Error::invalid(
             "is_live",
             format!("is_live must return one bool per id ({expected}), got {got}"),
         ));
@@ -411,7 +411,7 @@ mod tests {
     fn plan_with_stops_at_the_first_error() {
         let r = plan_with(3, |i| {
             if i == 1 {
-                Err(Error::value("candidates", "bad"))
+                Err(Error::invalid("candidates", "bad"))
             } else {
                 Ok(0)
             }

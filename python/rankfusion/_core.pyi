@@ -10,7 +10,7 @@ __all__ = [
     "BatchResult",
     "Contribution",
     "Hit",
-    "_bare_loop",
+    "TrecFormatError",
     "_parse_qrels",
     "_RunFile",
     "_fuse_run_files",
@@ -262,10 +262,17 @@ def rrf_many(
 ) -> list[list[Hit]]:
     """``[rrf(lists, **kwargs) for lists in queries]`` in one call, in parallel."""
 
-def _bare_loop(
-    lists: Iterable[Any], *, threads: Optional[int] = None, repeat: int = 1
-) -> list[float]:
-    """Benchmarks only: seconds of each of ``repeat`` bare runs of rrf_batch's Rust loop."""
+class TrecFormatError(ValueError):
+    """A run or qrels file that cannot be read: names the file and, where it applies, the line.
+
+    Attributes: ``path`` (the file as given), ``line`` (1-based line number, or None when the
+    problem is the file as a whole, e.g. it is empty or its gzip data are corrupt) and ``reason``.
+    """
+
+    path: str
+    line: Optional[int]
+    reason: str
+    def __init__(self, path: Any, line: Optional[int], reason: str) -> None: ...
 
 # Private helpers of rankfusion.trec (not part of the API).
 @final

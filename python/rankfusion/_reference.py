@@ -101,7 +101,7 @@ def _real(value: Any, name: str, *, finite: bool = True) -> float:
     except OverflowError:
         raise ValueError(f"{name} must be finite, got {value!r}") from None
     if finite and not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ValueError(f"{name} must be finite, got {x!r}")
     return x
 
 

@@ -68,6 +68,7 @@ from typing import (
 )
 
 from . import _core
+from ._core import TrecFormatError
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankfusion import Hit
@@ -96,24 +97,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 _CHUNK_CHARS = 1 << 22
 _ORDERS = ("score", "file")
 _READ_DUPLICATES = ("error", "first", "keep")
-
-
-class TrecFormatError(ValueError):
-    """A run or qrels file that cannot be read: names the file and, where it applies, the line.
-
-    Attributes: ``path`` (the file as given), ``line`` (1-based line number, or None when the
-    problem is the file as a whole, e.g. it is empty or its gzip data are corrupt) and ``reason``.
-    """
-
-    def __init__(self, path: Any, line: Optional[int], reason: str) -> None:
-        self.path = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
-        self.line = line
-        self.reason = reason
-        where = self.path if line is None else f"{self.path}:{line}"
-        super().__init__(f"{where}: {reason}")
-
-    def __reduce__(self):  # keep pickling (multiprocessing) working with the custom signature
-        return (type(self), (self.path, self.line, self.reason))
 
 
 class Ranking(NamedTuple):

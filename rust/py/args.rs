@@ -1,4 +1,6 @@
-//! Argument extraction with the reference's checks, messages and order (`_reference.py`).
+//! Python arguments -> Rust values, with the reference's types, messages and order
+//! (`_reference.py`): conversions raise TypeError here; values are checked by the core's
+//! one-per-argument checks (`crate::fusion::params`), called in signature order.
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -8,7 +10,8 @@ use pyo3::types::{
 };
 use pyo3::{ffi, Borrowed};
 
-use crate::fusion::{self, Duplicates, Params, TieBreak};
+use crate::fusion::params::{self, Duplicates, Params, TieBreak};
+use crate::trec::{Order, ReadDuplicates};
 
 /// A keyword argument that tells "not given" (use the default) from an explicit `None`.
 pub enum Arg<'py> {
@@ -21,6 +24,20 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Arg<'py> {
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
         Ok(Arg::Given(obj.to_owned()))
+    }
+}
+
+impl<'py> Arg<'py> {
+    /// The argument converted by `f`, or `default` when it was not given.
+    pub fn or<T>(
+        self,
+        default: T,
+        f: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<T>,
+    ) -> PyResult<T> {
+        match self {
+            Arg::Missing => Ok(default),
+            Arg::Given(v) => f(&v),
+        }
     }
 }
 
@@ -79,44 +96,33 @@ fn real_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 }
 
 /// A real number (int, float, numpy scalar, Fraction...; not bool) as a float64, like the
-/// reference's `_real`: an overflowing conversion is a ValueError, and with `finite` so is
-/// NaN or infinity.
-pub fn real(value: &Bound<'_, PyAny>, name: &str, finite: bool) -> PyResult<f64> {
+/// reference's `_real`: a conversion that overflows is a ValueError; NaN and infinities are
+/// returned (the core's checks reject them where they must be finite).
+pub fn real(value: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
+    if let Ok(f) = value.cast_exact::<PyFloat>() {
+        return Ok(f.value());
+    }
     let py = value.py();
-    let x = if let Ok(f) = value.cast_exact::<PyFloat>() {
-        f.value()
-    } else {
-        if value.is_instance_of::<PyBool>() || !value.is_instance(real_type(py)?)? {
-            return Err(PyTypeError::new_err(format!(
-                "{name} must be a real number, got {}",
-                describe(value)
-            )));
-        }
-        let converted = if value.is_exact_instance_of::<PyInt>() {
-            value.extract::<f64>()
-        } else {
-            py.get_type::<PyFloat>()
-                .call1((value,))
-                .and_then(|f| f.extract::<f64>())
-        };
-        match converted {
-            Ok(x) => x,
-            Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
-                return Err(PyValueError::new_err(format!(
-                    "{name} must be finite, got {}",
-                    repr(value)
-                )))
-            }
-            Err(e) => return Err(e),
-        }
-    };
-    if finite && !x.is_finite() {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be finite, got {}",
-            repr(value)
+    if value.is_instance_of::<PyBool>() || !value.is_instance(real_type(py)?)? {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a real number, got {}",
+            describe(value)
         )));
     }
-    Ok(x)
+    let converted = if value.is_exact_instance_of::<PyInt>() {
+        value.extract::<f64>()
+    } else {
+        py.get_type::<PyFloat>()
+            .call1((value,))
+            .and_then(|f| f.extract::<f64>())
+    };
+    converted.map_err(|e| {
+        if e.is_instance_of::<PyOverflowError>(py) {
+            PyValueError::new_err(format!("{name} must be finite, got {}", repr(value)))
+        } else {
+            e
+        }
+    })
 }
 
 /// An integer (anything with `__index__`, not bool) as a Python int, like the reference's
@@ -135,20 +141,15 @@ pub fn index<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, 
 }
 
 /// An integer (anything with `__index__`, not bool) that is >= `minimum`, saturated to
-/// `usize::MAX` when it is larger than any length.
+/// `usize::MAX` when it is larger than any length ("no bound").
 pub fn integer(value: &Bound<'_, PyAny>, name: &str, minimum: i64) -> PyResult<usize> {
     let n = index(value, name)?;
     match n.extract::<i64>() {
         Ok(v) if v >= minimum => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
         Ok(_) => Err(below_minimum(name, minimum, &n)),
-        Err(_) => {
-            // Beyond i64: huge positive means "no bound"; huge negative is below the minimum.
-            if n.lt(0)? {
-                Err(below_minimum(name, minimum, &n))
-            } else {
-                Ok(usize::MAX)
-            }
-        }
+        // Beyond i64: huge positive means "no bound"; huge negative is below the minimum.
+        Err(_) if n.lt(0)? => Err(below_minimum(name, minimum, &n)),
+        Err(_) => Ok(usize::MAX),
     }
 }
 
@@ -156,33 +157,17 @@ fn below_minimum(name: &str, minimum: i64, n: &Bound<'_, PyAny>) -> PyErr {
     PyValueError::new_err(format!("{name} must be >= {minimum}, got {}", repr(n)))
 }
 
-/// One of `choices` (a str); a non-str is a TypeError, another str a ValueError.
-pub fn choice<'c>(value: &Bound<'_, PyAny>, name: &str, choices: &[&'c str]) -> PyResult<&'c str> {
-    let listed = format!(
-        "({})",
-        choices
-            .iter()
-            .map(|c| format!("'{c}'"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let Ok(s) = value.cast::<PyString>() else {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be one of {listed}, got {}",
-            describe(value)
-        )));
-    };
-    let text = s.to_cow()?;
-    choices
-        .iter()
-        .find(|c| **c == text)
-        .copied()
-        .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "{name} must be one of {listed}, got {}",
-                repr(value)
-            ))
-        })
+/// An integer (anything with `__index__`, not bool) that fits in int64, like the reference's
+/// `_int64`.
+pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+    let n = index(value, name)?;
+    n.extract::<i64>().map_err(|_| {
+        if n.lt(0).unwrap_or(false) {
+            PyValueError::new_err(format!("{name} must be >= {}, got {}", i64::MIN, repr(&n)))
+        } else {
+            PyValueError::new_err(format!("{name} must fit in int64, got {}", repr(&n)))
+        }
+    })
 }
 
 /// Exactly True or False.
@@ -196,42 +181,69 @@ pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
     }
 }
 
-/// A keyword flag (`normalize=`, `trace=`): False when not given, else exactly True or False.
-pub fn optional_flag(value: Arg<'_>, name: &str) -> PyResult<bool> {
-    match value {
-        Arg::Missing => Ok(false),
-        Arg::Given(v) => flag(&v, name),
-    }
-}
-
-/// An integer (anything with `__index__`, not bool) that fits in int64, like the reference's
-/// `_int64`.
-pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
-    let py = value.py();
-    // SAFETY: a valid object pointer, GIL held.
-    let has_index = unsafe { ffi::PyIndex_Check(value.as_ptr()) } != 0;
-    if value.is_instance_of::<PyBool>() || !has_index {
+/// A choice argument: one of `names` (a str); a non-str is a TypeError, another str a
+/// ValueError, worded as the reference words them.
+fn choice<T>(
+    value: Borrowed<'_, '_, PyAny>,
+    name: &str,
+    names: &[&str],
+    from_name: impl Fn(&str) -> Option<T>,
+) -> PyResult<T> {
+    let listed = format!(
+        "({})",
+        names
+            .iter()
+            .map(|c| format!("'{c}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let value = value.to_owned();
+    let Ok(s) = value.cast::<PyString>() else {
         return Err(PyTypeError::new_err(format!(
-            "{name} must be an int, got {}",
-            describe(value)
+            "{name} must be one of {listed}, got {}",
+            describe(&value)
         )));
-    }
-    // SAFETY: as above; PyNumber_Index returns a new reference or NULL with an exception set.
-    let n = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))? };
-    n.extract::<i64>().map_err(|_| {
-        if n.lt(0).unwrap_or(false) {
-            PyValueError::new_err(format!("{name} must be >= {}, got {}", i64::MIN, repr(&n)))
-        } else {
-            PyValueError::new_err(format!("{name} must fit in int64, got {}", repr(&n)))
-        }
+    };
+    from_name(&s.to_cow()?).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "{name} must be one of {listed}, got {}",
+            repr(&value)
+        ))
     })
 }
 
-/// The keyword arguments rrf_batch and rrf_many share with rrf (k .. normalize), checked in the
-/// reference's order. `n_lists`: the number of lists `weights` must match (rrf_batch), or None
-/// when it is checked per query (rrf_many).
+macro_rules! choice_argument {
+    ($type:ty, $name:literal, $names:expr, $from_name:expr) => {
+        impl<'a, 'py> FromPyObject<'a, 'py> for $type {
+            type Error = PyErr;
+
+            fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+                choice(obj, $name, &$names, $from_name)
+            }
+        }
+    };
+}
+
+choice_argument!(
+    Duplicates,
+    "duplicates",
+    Duplicates::NAMES,
+    Duplicates::from_name
+);
+choice_argument!(TieBreak, "tie_break", TieBreak::NAMES, TieBreak::from_name);
+choice_argument!(Order, "order", Order::NAMES, Order::from_name);
+choice_argument!(
+    ReadDuplicates,
+    "duplicates",
+    ReadDuplicates::NAMES,
+    ReadDuplicates::from_name
+);
+
+/// The keyword arguments every fusion shares (k .. normalize), converted and checked in the
+/// reference's order. `n_lists`: the number of lists `weights` must match, or None when it is
+/// only known per query (rrf_many), where a query's own checks follow ([`query_weights`]).
 #[allow(clippy::too_many_arguments)]
-pub fn shared_params(
+pub fn fusion_params(
     k: Arg<'_>,
     weights: Option<Bound<'_, PyAny>>,
     n_lists: Option<usize>,
@@ -243,61 +255,31 @@ pub fn shared_params(
     min_score: Option<Bound<'_, PyAny>>,
     normalize: Arg<'_>,
 ) -> PyResult<Params> {
-    let k = match k {
-        Arg::Missing => 60.0,
-        Arg::Given(v) => {
-            let k = real(&v, "k", true)?;
-            if k < 0.0 {
-                return Err(PyValueError::new_err(format!(
-                    "k must be >= 0, got {}",
-                    k.into_pyobject(v.py())?.repr()?
-                )));
-            }
-            k
-        }
-    };
+    let k = k.or(60.0, |v| Ok(params::k(real(v, "k")?)?))?;
     let weights = match weights {
         None => None,
         Some(w) => {
             let w = as_tuple(&w, "weights")?;
             if let Some(n) = n_lists {
-                fusion::check_weights_len(w.len(), n)?;
+                params::weights_len(w.len(), n)?;
             }
-            Some(
-                w.iter()
-                    .enumerate()
-                    .map(|(i, x)| real(&x, &format!("weights[{i}]"), true))
-                    .collect::<PyResult<Vec<f64>>>()?,
-            )
+            let mut values = Vec::with_capacity(w.len());
+            for (i, x) in w.iter().enumerate() {
+                values.push(params::weight(i, real(&x, &format!("weights[{i}]"))?)?);
+            }
+            Some(values)
         }
     };
     let window = window.map(|w| integer(&w, "window", 1)).transpose()?;
-    let duplicates = match duplicates {
-        Arg::Missing => Duplicates::First,
-        Arg::Given(v) => Duplicates::parse(choice(&v, "duplicates", &["first", "sum", "error"])?)
-            .unwrap_or(Duplicates::First),
-    };
-    let tie_break = match tie_break {
-        Arg::Missing => TieBreak::BestRank,
-        Arg::Given(v) => TieBreak::parse(choice(&v, "tie_break", &["best_rank", "key"])?)
-            .unwrap_or(TieBreak::BestRank),
-    };
-    let offset = match offset {
-        Arg::Missing => 0,
-        Arg::Given(v) => integer(&v, "offset", 0)?,
-    };
+    let duplicates = duplicates.or(Duplicates::First, |v| v.extract())?;
+    let tie_break = tie_break.or(TieBreak::BestRank, |v| v.extract())?;
+    let offset = offset.or(0, |v| integer(v, "offset", 0))?;
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
-    let min_score = min_score.map(|m| real(&m, "min_score", true)).transpose()?;
-    let normalize = optional_flag(normalize, "normalize")?;
-    if normalize {
-        // Checked here, in the reference's order, when the weights are known.
-        match (&weights, n_lists) {
-            (Some(w), _) => fusion::normalizer(w, k).map(drop)?,
-            (None, Some(n)) => fusion::normalizer(&vec![1.0; n], k).map(drop)?,
-            (None, None) => {}
-        }
-    }
-    Ok(Params {
+    let min_score = min_score
+        .map(|m| Ok::<_, PyErr>(params::min_score(real(&m, "min_score")?)?))
+        .transpose()?;
+    let normalize = normalize.or(false, |v| flag(v, "normalize"))?;
+    let p = Params {
         k,
         weights,
         window,
@@ -307,5 +289,14 @@ pub fn shared_params(
         limit,
         min_score,
         normalize,
-    })
+    };
+    if p.normalize && (p.weights.is_some() || n_lists.is_some()) {
+        params::normalizer(&query_weights(&p, n_lists.unwrap_or(0)), p.k)?;
+    }
+    Ok(p)
+}
+
+/// The weights of a query of `n_lists` lists: the given ones (checked to match), or 1.0 each.
+pub fn query_weights(p: &Params, n_lists: usize) -> Vec<f64> {
+    p.weights.clone().unwrap_or_else(|| vec![1.0; n_lists])
 }

@@ -1,6 +1,5 @@
-//! `rrf_batch` (numpy id matrices) and `rrf_many` (many queries of any keys): argument checks in
-//! the reference's order, the pure-Rust batch core (`crate::batch`) with the GIL released and on
-//! `threads` threads, and the results.
+//! `rrf_batch` over numpy id matrices: argument checks in the reference's order, the batch core
+//! (`crate::batch`) with the GIL released and on `threads` threads, and the result arrays.
 //!
 //! Input arrays: a native int64, C-contiguous, aligned array is copied (one memcpy) while the GIL
 //! is held; any other accepted array is converted by numpy (`astype(int64, order="C")`) into a new
@@ -17,14 +16,12 @@ use numpy::{
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::PyTuple;
 
-use super::args::{as_tuple, int64, integer, optional_flag, shared_params, Arg};
-use super::errors::{to_pyerr, BindError};
-use super::keys::{exact_ints, read_tokens, HashIds};
-use super::rrf::{build_hits, extract_raw_scores, fuse, new_hit, RrfArgs};
-use crate::batch::{self, IdMatrix, Output, Query, QueryHits, RowParams};
-use crate::fusion::{self, Params, Plan, TieBreak};
+use super::args::{as_tuple, flag, fusion_params, int64, integer, Arg};
+use super::errors::core_error;
+use super::rrf::query_plan;
+use crate::batch::{self, IdMatrix, Output};
 use crate::memory;
 use crate::pool;
 
@@ -248,7 +245,17 @@ fn new_array<'py>(
     numpy(py)?.call_method1(how, (PyTuple::new(py, shape)?, dtype))
 }
 
-/// RRF of every row of Q-row id matrices. See `rankfusion.rrf_batch` (the .pyi) and SPEC.md.
+/// RRF of Q queries at once: row q of the result is `rrf` of row q of every list.
+///
+/// Each list is a 2-D integer array (Q, N_i) (int64, or an integer dtype that widens to it
+/// losslessly); an entry equal to `pad` is a hole, skipped without shifting the ranks behind it.
+/// The other arguments are `rrf`'s. Returns a BatchResult: ids (Q, W) int64 padded with `pad`,
+/// scores (Q, W) float64 padded with NaN, counts (Q,) int64; W is the largest count, or
+/// min(limit, the most keys a row can hold) with a limit. With trace=True also ranks and
+/// contributions (Q, W, L): the hit's best rank and summed contribution per list, 0 where absent.
+/// Rows are fused in parallel on up to `threads` threads (default: every CPU) with the GIL
+/// released. An error in row q is raised as "row q: <rrf's message>", for the first failing row.
+/// See docs/batch.md.
 #[pyfunction]
 #[pyo3(
     signature = (lists, *, pad=Arg::Missing, k=Arg::Missing, weights=None, window=None,
@@ -287,11 +294,8 @@ pub fn rrf_batch<'py>(
         }
         arrays.push(a);
     }
-    let pad = match pad {
-        Arg::Missing => -1,
-        Arg::Given(v) => int64(&v, "pad")?,
-    };
-    let params = shared_params(
+    let pad = pad.or(-1, |v| int64(v, "pad"))?;
+    let params = fusion_params(
         k,
         weights,
         Some(arrays.len()),
@@ -303,14 +307,17 @@ pub fn rrf_batch<'py>(
         min_score,
         normalize,
     )?;
-    let trace = optional_flag(trace, "trace")?;
+    let trace = trace.or(false, |v| flag(v, "trace"))?;
     let n_threads = thread_count(threads)?;
+    let plan = query_plan(&params, arrays.len())?;
 
     let matrices = arrays
         .iter()
         .map(IdArray::matrix)
         .collect::<PyResult<Vec<_>>>()?;
-    let fused = py.detach(|| batch::fuse_batch(&matrices, &params, pad, trace, n_threads))?;
+    let fused = py
+        .detach(|| batch::fuse_batch(&matrices, &plan, pad, trace, n_threads))
+        .map_err(|e| core_error(py, e, None))?;
     drop(matrices);
     drop(arrays);
 
@@ -364,275 +371,11 @@ pub fn rrf_batch<'py>(
     })
 }
 
-/// Interns exact `str` keys into per-query tokens (i64), as a dict would identify them (equal
-/// strings are one key), so that queries of strings are fused like queries of ints. Items are
-/// looked at through borrowed pointers into the query's tuples (no reference counting); the
-/// table is emptied for every query, so no pointer outlives the tuples it points into.
-struct StrTokens {
-    ids: HashIds<*mut pyo3::ffi::PyObject>,
-}
-
-impl StrTokens {
-    fn new() -> Self {
-        StrTokens {
-            ids: HashIds::with_capacity(0),
-        }
-    }
-
-    /// `key` must be an exact str, alive while the table holds it; GIL held.
-    unsafe fn token(&mut self, key: *mut pyo3::ffi::PyObject) -> i64 {
-        use pyo3::ffi;
-        // Hashing an exact str never fails (and is cached by the object).
-        let hash = ffi::PyObject_Hash(key);
-        // Exact str == exact str never raises: RichCompareBool is 1 or 0 (identity first).
-        let found = self.ids.find(hash, |o| {
-            o == key || ffi::PyObject_RichCompareBool(o, key, ffi::Py_EQ) == 1
-        });
-        i64::from(found.unwrap_or_else(|| self.ids.insert(hash, key)))
-    }
-
-    /// Like `exact_ints`: tokens for the read part of every list when every item read is an
-    /// exact str, else None. Tokens are those of this query only.
-    fn lists(
-        &mut self,
-        lists: &[Bound<'_, PyTuple>],
-        weights: &[f64],
-        window: Option<usize>,
-    ) -> Option<Vec<Vec<i64>>> {
-        let most: usize = lists
-            .iter()
-            .zip(weights)
-            .filter(|(_, &w)| w != 0.0)
-            .map(|(l, _)| l.len().min(window.unwrap_or(usize::MAX)))
-            .sum();
-        self.ids.clear(most);
-        read_tokens(lists, weights, window, |item| {
-            // SAFETY: an exact str, alive as long as the tuple; GIL held.
-            item.is_exact_instance_of::<PyString>()
-                .then(|| unsafe { self.token(item.as_ptr()) })
-        })
-    }
-}
-
-/// One query of rrf_many after its sequential (GIL-held) part.
-enum Prepared<'py> {
-    /// Empty input: no hits.
-    Empty,
-    /// Fused on the Python-key path; the hits are built.
-    Done(Bound<'py, PyList>),
-    /// Int keys or str tokens, fused later with the GIL released: index into the fast queries.
-    Fast(usize),
-}
-
-/// "queries[q]: <message>" for the plain TypeError/ValueError of a query (the reference's rule);
-/// any other exception (raised by a key itself) is returned unchanged.
-fn in_query(py: Python<'_>, q: usize, e: PyErr) -> PyErr {
-    let ty = e.get_type(py);
-    let message = format!("queries[{q}]: {}", e.value(py));
-    if ty.is(py.get_type::<PyTypeError>()) {
-        PyTypeError::new_err(message)
-    } else if ty.is(py.get_type::<PyValueError>()) {
-        PyValueError::new_err(message)
-    } else {
-        e
-    }
-}
-
-/// The per-query arguments of rrf_many: the lists, the resolved weights, the raw scores.
-fn query_args<'py>(
-    lists: &Bound<'py, PyAny>,
-    params: &Params,
-    scores: Option<Bound<'py, PyAny>>,
-    trace: bool,
-) -> PyResult<RrfArgs<'py>> {
-    let outer = as_tuple(lists, "lists")?;
-    let lists = outer
-        .iter()
-        .enumerate()
-        .map(|(i, l)| as_tuple(&l, &format!("lists[{i}]")))
-        .collect::<PyResult<Vec<_>>>()?;
-    let n = lists.len();
-    if let Some(w) = &params.weights {
-        fusion::check_weights_len(w.len(), n)?;
-    }
-    let raw_scores = extract_raw_scores(scores, &lists)?;
-    Ok(RrfArgs {
-        lists,
-        params: params.clone(),
-        raw_scores,
-        trace,
-    })
-}
-
-/// The hits of a query fused on the fast path.
-fn fast_hits<'py>(
-    py: Python<'py>,
-    args: &RrfArgs<'py>,
-    plan: &Plan,
-    fused: &QueryHits,
-) -> PyResult<Bound<'py, PyList>> {
-    let hits = fused
-        .hits
-        .iter()
-        .enumerate()
-        .map(|(j, &(l, pos, score))| {
-            let occs = if args.trace {
-                &fused.trace[fused.trace_offsets[j]..fused.trace_offsets[j + 1]]
-            } else {
-                &[]
-            };
-            new_hit(py, args, plan, (l, pos), score, occs)
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, hits)
-}
-
-/// `[rrf(lists, **kwargs) for lists in queries]` in one call. See `rankfusion.rrf_many`.
-#[pyfunction]
-#[pyo3(
-    signature = (queries, *, k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
-                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
-                 normalize=Arg::Missing, scores=None, trace=Arg::Missing, threads=None),
-    text_signature = "(queries, *, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, trace=False, threads=None)"
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn rrf_many<'py>(
-    py: Python<'py>,
-    queries: &Bound<'py, PyAny>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    tie_break: Arg<'py>,
-    offset: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    min_score: Option<Bound<'py, PyAny>>,
-    normalize: Arg<'py>,
-    scores: Option<Bound<'py, PyAny>>,
-    trace: Arg<'py>,
-    threads: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyList>> {
-    let queries = as_tuple(queries, "queries")?;
-    let n_queries = queries.len();
-    let params = shared_params(
-        k, weights, None, window, duplicates, tie_break, offset, limit, min_score, normalize,
-    )?;
-    let scores = match scores {
-        None => None,
-        Some(s) => {
-            let s = as_tuple(&s, "scores")?;
-            if s.len() != n_queries {
-                return Err(PyValueError::new_err(format!(
-                    "scores has {} entries for {n_queries} queries",
-                    s.len()
-                )));
-            }
-            Some(s)
-        }
-    };
-    let trace = optional_flag(trace, "trace")?;
-    let n_threads = thread_count(threads)?;
-
-    // Queries go in small blocks, so that each block's objects are still in cache when its
-    // hits are built, and few argument objects are alive at once (with 1,024 queries a block,
-    // Python's cyclic GC kept traversing them: rrf_many was 15% slower than a loop of rrf).
-    // Per block:
-    // 1. With the GIL: every query's arguments and plan; keys to i64 (exact ints) or tokens
-    //    (exact strs); other keys fused right away on rrf's Python-key path. Stops at the first
-    //    query that fails.
-    // 2. Without the GIL, in parallel: the int and str queries before the first failure.
-    // 3. The first error in query order, or the block's results.
-    const BLOCK_ENTRIES: usize = 1 << 14;
-    const BLOCK_QUERIES: usize = 128;
-    let row_params = RowParams::new(&params, None);
-    let mut tokens = StrTokens::new();
-    let out = PyList::empty(py);
-    let mut start = 0;
-    while start < n_queries {
-        let mut prepared: Vec<Prepared<'py>> = Vec::new();
-        let mut args_of: Vec<(RrfArgs<'py>, Plan)> = Vec::new();
-        let mut rows: Vec<Vec<Vec<i64>>> = Vec::new();
-        let mut failed: Option<(usize, PyErr)> = None;
-        let mut entries = 0;
-        let mut q = start;
-        while q < n_queries && entries < BLOCK_ENTRIES && q - start < BLOCK_QUERIES {
-            let lists = queries.get_item(q)?;
-            let mut step = || -> Result<Prepared<'py>, PyErr> {
-                let s = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
-                let args = query_args(&lists, &params, s, trace)?;
-                let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
-                entries += lens.iter().sum::<usize>();
-                let Some(plan) = fusion::plan(&lens, &args.params)? else {
-                    return Ok(Prepared::Empty);
-                };
-                let fast = match exact_ints(&args.lists, &plan.weights, params.window) {
-                    Some(ints) => Some(ints),
-                    None if params.tie_break == TieBreak::BestRank => {
-                        tokens.lists(&args.lists, &plan.weights, params.window)
-                    }
-                    None => None,
-                };
-                if let Some(r) = fast {
-                    rows.push(r);
-                    args_of.push((args, plan));
-                    return Ok(Prepared::Fast(rows.len() - 1));
-                }
-                let fused = fuse(py, &args, &plan).map_err(|e| to_pyerr(e, &args.lists))?;
-                Ok(Prepared::Done(build_hits(py, &args, &plan, &fused)?))
-            };
-            match step() {
-                Ok(p) => prepared.push(p),
-                Err(e) => {
-                    failed = Some((q, e));
-                    break;
-                }
-            }
-            q += 1;
-        }
-
-        let (fast_results, fast_error) = {
-            let fast: Vec<Query<'_>> = rows
-                .iter()
-                .zip(&args_of)
-                .map(|(r, (_, plan))| Query {
-                    lists: r.iter().map(Vec::as_slice).collect(),
-                    weights: &plan.weights,
-                    normalizer: plan.normalizer,
-                })
-                .collect();
-            py.detach(|| batch::fuse_queries(&fast, &row_params, trace, n_threads))
-        };
-        if let Some((i, e)) = fast_error {
-            // The failing query's index: every query of the block before it was prepared.
-            let at = prepared
-                .iter()
-                .position(|p| matches!(p, Prepared::Fast(j) if *j == i))
-                .unwrap_or(0);
-            let err = to_pyerr(BindError::Core(e), &args_of[i].0.lists);
-            return Err(in_query(py, start + at, err));
-        }
-        if let Some((q, e)) = failed {
-            return Err(in_query(py, q, e));
-        }
-        for p in prepared {
-            match p {
-                Prepared::Empty => out.append(PyList::empty(py))?,
-                Prepared::Done(hits) => out.append(hits)?,
-                Prepared::Fast(i) => {
-                    let (args, plan) = &args_of[i];
-                    out.append(fast_hits(py, args, plan, &fast_results[i])?)?
-                }
-            }
-        }
-        start = q;
-    }
-    Ok(out)
-}
-
 /// For benchmarks: the bare loop of `rrf_batch` (fuse every row and write the output) on
 /// `lists`, run `repeat` times with the GIL released into buffers allocated once; the input is
 /// copied before and nothing is built for Python. Returns the seconds of each run, so that
 /// `benches/batch_table.py` can time the binding and its floor side by side in one process.
+#[cfg(feature = "bench-hooks")]
 #[pyfunction]
 #[pyo3(signature = (lists, *, threads=None, repeat=1))]
 pub fn _bare_loop(
@@ -652,25 +395,31 @@ pub fn _bare_loop(
         .iter()
         .map(IdArray::matrix)
         .collect::<PyResult<Vec<_>>>()?;
-    let params = Params::default();
-    let fused = py.detach(|| batch::fuse_batch(&matrices, &params, -1, false, n_threads))?;
+    let plan = crate::fusion::Params::default()
+        .plan(matrices.len())
+        .map_err(|e| core_error(py, e, None))?;
+    let fused = py
+        .detach(|| batch::fuse_batch(&matrices, &plan, -1, false, n_threads))
+        .map_err(|e| core_error(py, e, None))?;
     let (q, w) = (fused.rows(), fused.width());
     let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
-    let times = py.detach(|| {
-        (0..repeat)
-            .map(|_| {
-                let t = std::time::Instant::now();
-                let fused = batch::fuse_batch(&matrices, &params, -1, false, n_threads)?;
-                fused.write(Output {
-                    ids: &mut ids,
-                    scores: &mut scores,
-                    counts: &mut counts,
-                    ranks: None,
-                    contributions: None,
-                });
-                Ok(t.elapsed().as_secs_f64())
-            })
-            .collect::<Result<Vec<f64>, batch::BatchError>>()
-    })?;
+    let times = py
+        .detach(|| {
+            (0..repeat)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    let fused = batch::fuse_batch(&matrices, &plan, -1, false, n_threads)?;
+                    fused.write(Output {
+                        ids: &mut ids,
+                        scores: &mut scores,
+                        counts: &mut counts,
+                        ranks: None,
+                        contributions: None,
+                    });
+                    Ok(t.elapsed().as_secs_f64())
+                })
+                .collect::<Result<Vec<f64>, crate::Error>>()
+        })
+        .map_err(|e| core_error(py, e, None))?;
     Ok(times)
 }

@@ -1,109 +1,139 @@
 //! Core errors -> Python exceptions, in one place.
+//!
+//! Every core [`Error`] becomes a `ValueError` worded as the reference words it — its place as a
+//! prefix (`row 3: `, `queries[2]: `, `query '7': `), the key it is about rendered as Python
+//! renders it — except a malformed run or qrels file, which becomes a `TrecFormatError(path,
+//! line, reason)`: a `ValueError` subclass created here, with the module, and re-exported by
+//! `rankfusion.trec`.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyTuple, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+use pyo3::{ffi, PyTypeInfo};
 
-use crate::error::{Error, Kind};
-use crate::trec::{repr_approx, TrecError};
-use crate::trec_fuse::FuseError;
+use crate::error::{At, Error, Key, KeyRef, Problem};
+use crate::trec::repr_approx;
 
-/// An error of a binding function: a core error, or a Python exception raised while extracting
-/// arguments or hashing/comparing keys (those propagate unchanged).
-pub enum BindError {
-    Core(Error),
-    Py(PyErr),
-}
-
-impl From<Error> for BindError {
-    fn from(e: Error) -> Self {
-        BindError::Core(e)
+/// `bytes` as the TREC readers decode them: UTF-8, each undecodable byte a lone surrogate
+/// (`surrogateescape`).
+pub fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    // SAFETY: a valid buffer and a NUL-terminated error handler name; a new reference or NULL
+    // with an exception set.
+    unsafe {
+        let s = ffi::PyUnicode_DecodeUTF8(
+            bytes.as_ptr().cast(),
+            bytes.len() as ffi::Py_ssize_t,
+            c"surrogateescape".as_ptr(),
+        );
+        Ok(Bound::from_owned_ptr_or_err(py, s)?.cast_into_unchecked())
     }
 }
 
-impl From<PyErr> for BindError {
-    fn from(e: PyErr) -> Self {
-        BindError::Py(e)
+/// Python's `repr` of the decoded text.
+fn text_repr(py: Python<'_>, bytes: &[u8]) -> String {
+    text(py, bytes)
+        .and_then(|s| s.repr())
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| repr_approx(bytes))
+}
+
+/// A key the core looked up itself: an int's digits, a doc id's `repr`.
+fn core_key(py: Python<'_>, key: &KeyRef) -> String {
+    match &key.key {
+        Some(Key::Int(v)) => v.to_string(),
+        Some(Key::Bytes(b)) => text_repr(py, b),
+        None => format!("lists[{}][{}]", key.list, key.position),
     }
 }
 
-fn exception(kind: Kind, message: String) -> PyErr {
-    match kind {
-        Kind::Type => PyTypeError::new_err(message),
-        Kind::Value => PyValueError::new_err(message),
+/// The exception for `e`, whose keys (when not looked up by the core) are the items of `lists`.
+pub fn fusion_error(py: Python<'_>, e: Error, lists: &[Bound<'_, PyTuple>]) -> PyErr {
+    let mut key = |k: &KeyRef| match &k.key {
+        Some(_) => core_key(py, k),
+        None => lists
+            .get(k.list)
+            .and_then(|t| t.get_item(k.position).ok())
+            .and_then(|item| item.repr().ok())
+            .map(|r| r.to_string())
+            .unwrap_or_else(|| core_key(py, k)),
+    };
+    exception(py, &e, &mut key, None)
+}
+
+/// The exception for `e`; a malformed file is reported as the file `path`.
+pub fn core_error(py: Python<'_>, e: Error, path: Option<&Bound<'_, PyAny>>) -> PyErr {
+    exception(py, &e, &mut |k| core_key(py, k), path)
+}
+
+fn exception(
+    py: Python<'_>,
+    e: &Error,
+    key: &mut dyn FnMut(&KeyRef) -> String,
+    path: Option<&Bound<'_, PyAny>>,
+) -> PyErr {
+    let mut render = |b: &[u8]| text_repr(py, b);
+    let message = e.message(key, &mut render);
+    if let Problem::Malformed(_) = e.problem {
+        let line = match e.at {
+            At::Line(line) => line,
+            _ => None,
+        };
+        let path = path.map_or_else(|| PyString::new(py, "<file>").into_any(), Bound::clone);
+        return match trec_format_error(py).and_then(|class| class.call1((path, line, message))) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(err) => err,
+        };
     }
+    PyValueError::new_err(format!("{}{message}", e.prefix(&mut render)))
 }
 
 impl From<Error> for PyErr {
+    /// For errors that name no key object (argument checks): the message as the core words it.
     fn from(e: Error) -> PyErr {
-        exception(e.kind(), e.to_string())
+        Python::attach(|py| core_error(py, e, None))
     }
 }
 
-/// Converts `err`, rendering a key named by an error as the `repr` of the key object in `lists`.
-pub fn to_pyerr(err: BindError, lists: &[Bound<'_, PyTuple>]) -> PyErr {
-    match err {
-        BindError::Py(e) => e,
-        BindError::Core(e) => {
-            let key = e
-                .location()
-                .map(|(list_index, position)| {
-                    lists
-                        .get(list_index)
-                        .and_then(|t| t.get_item(position).ok())
-                        .and_then(|k| k.repr().ok())
-                        .map(|r| r.to_string())
-                        .unwrap_or_else(|| format!("lists[{list_index}][{position}]"))
-                })
-                .unwrap_or_default();
-            exception(e.kind(), e.message_with_key(&key))
-        }
-    }
-}
+/// A run or qrels file that cannot be read, naming the file and, where it applies, the line.
+const TREC_FORMAT_ERROR: &std::ffi::CStr = cr#"
+class TrecFormatError(ValueError):
+    """A run or qrels file that cannot be read: names the file and, where it applies, the line.
 
-impl From<crate::batch::BatchError> for PyErr {
-    fn from(e: crate::batch::BatchError) -> PyErr {
-        exception(e.error().kind(), e.message())
-    }
-}
+    Attributes: ``path`` (the file as given), ``line`` (1-based line number, or None when the
+    problem is the file as a whole, e.g. it is empty or its gzip data are corrupt) and ``reason``.
+    """
 
-/// A malformed TREC file -> `rankfusion.trec.TrecFormatError(path, line, reason)`, each text
-/// quoted by the reason rendered by Python's `repr` of the text as the reader decodes it.
-pub fn trec_error(py: Python<'_>, path: &Bound<'_, PyAny>, err: &TrecError) -> PyErr {
-    let reason = err.reason.render(&mut |bytes| {
-        super::trec::text(py, bytes)
-            .and_then(|s| s.repr())
-            .map(|r| r.to_string())
-            .unwrap_or_else(|_| repr_approx(bytes))
-    });
+    __module__ = "rankfusion.trec"
+
+    def __init__(self, path, line, reason):
+        self.path = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
+        self.line = line
+        self.reason = reason
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.line, self.reason))
+"#;
+
+/// The class `TrecFormatError` (made once).
+pub fn trec_format_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    match CLASS
-        .import(py, "rankfusion.trec", "TrecFormatError")
-        .and_then(|c| c.call1((path, err.line, reason)))
-    {
-        Ok(e) => PyErr::from_value(e),
-        Err(e) => e,
-    }
-}
-
-/// A fusion of run files that failed -> the exception `rankfusion.trec.fuse` raises for it: the
-/// core error's kind and message, the key rendered by Python's `repr`, prefixed with the query.
-pub fn fuse_error(py: Python<'_>, err: &FuseError) -> PyErr {
-    let repr = |bytes: &[u8]| {
-        super::trec::text(py, bytes)
-            .and_then(|s| s.repr())
-            .map(|r| r.to_string())
-            .unwrap_or_else(|_| repr_approx(bytes))
-    };
-    match err {
-        FuseError::Fusion { qid, key, error } => {
-            let key = key.as_deref().map(repr).unwrap_or_default();
-            let message = format!("query {}: {}", repr(qid), error.message_with_key(&key));
-            exception(error.kind(), message)
-        }
-        FuseError::Format { value } => {
-            PyValueError::new_err(format!("cannot write the fused score {value:?}"))
-        }
-    }
+    CLASS
+        .get_or_try_init(py, || {
+            let namespace = PyDict::new(py);
+            namespace.set_item("os", py.import("os")?)?;
+            namespace.set_item("ValueError", PyValueError::type_object(py))?;
+            namespace.set_item("__name__", "rankfusion.trec")?;
+            py.run(TREC_FORMAT_ERROR, Some(&namespace), None)?;
+            Ok::<_, PyErr>(
+                namespace
+                    .get_item("TrecFormatError")?
+                    .ok_or_else(|| PyValueError::new_err("TrecFormatError was not defined"))?
+                    .cast_into::<PyType>()?
+                    .unbind(),
+            )
+        })
+        .map(|c| c.bind(py))
 }

@@ -1,5 +1,5 @@
-//! Keys: the exact-int fast path (hashed in Rust, GIL released) and the Python path (any hashable,
-//! with a Python dict's semantics: identity, then equal hash and `==`).
+//! Keys as a Python `dict` identifies them: exact ints hashed in Rust (with the GIL released),
+//! any other hashable interned with Python's own hash and `==` (identity first).
 
 use std::hash::BuildHasher;
 
@@ -12,49 +12,30 @@ use pyo3::{ffi, Borrowed};
 
 use super::args::repr;
 
-/// The read part of every list (lists of non-zero weight, first `window` items) mapped item by
-/// item through `token`; lists that are not read are left empty. `None` as soon as `token`
-/// declines an item.
-pub fn read_tokens<'a, 'py>(
-    lists: &'a [Bound<'py, PyTuple>],
-    weights: &[f64],
-    window: Option<usize>,
-    mut token: impl FnMut(Borrowed<'a, 'py, PyAny>) -> Option<i64>,
-) -> Option<Vec<Vec<i64>>> {
+/// The first `read[i]` items of every list as i64, when each is an exact `int` that fits in
+/// i64; `None` as soon as another key is met.
+pub fn exact_ints(lists: &[Bound<'_, PyTuple>], read: &[usize]) -> Option<Vec<Vec<i64>>> {
     let mut out = Vec::with_capacity(lists.len());
-    for (list, &w) in lists.iter().zip(weights) {
-        if w == 0.0 {
-            out.push(Vec::new());
-            continue;
-        }
-        let n = list.len().min(window.unwrap_or(usize::MAX));
-        let mut tokens = Vec::with_capacity(n);
+    for (list, &n) in lists.iter().zip(read) {
+        let mut ints = Vec::with_capacity(n);
         for i in 0..n {
-            // SAFETY: i < len.
-            tokens.push(token(unsafe { list.get_borrowed_item_unchecked(i) })?);
+            // SAFETY: i < n <= len.
+            let item = unsafe { list.get_borrowed_item_unchecked(i) };
+            if !item.is_exact_instance_of::<PyInt>() {
+                return None;
+            }
+            // SAFETY: an exact int. Overflow is reported through `overflow` (no exception is
+            // set) and sends us to the Python path; an exact int raises nothing else.
+            let mut overflow = 0;
+            let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
+            if overflow != 0 {
+                return None;
+            }
+            ints.push(v);
         }
-        out.push(tokens);
+        out.push(ints);
     }
     Some(out)
-}
-
-/// The read part of every list as i64, when every item that will be read is an exact `int`
-/// that fits in i64 (see `read_tokens`). `None` when another key type is met.
-pub fn exact_ints(
-    lists: &[Bound<'_, PyTuple>],
-    weights: &[f64],
-    window: Option<usize>,
-) -> Option<Vec<Vec<i64>>> {
-    read_tokens(lists, weights, window, |item| {
-        if !item.is_exact_instance_of::<PyInt>() {
-            return None;
-        }
-        // SAFETY: an exact int. Overflow is reported through `overflow` (no exception is set)
-        // and sends us to the Python path; an exact int raises nothing else.
-        let mut overflow = 0;
-        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
-        (overflow == 0).then_some(v)
-    })
 }
 
 pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -62,18 +43,22 @@ pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     HASHABLE.import(py, "collections.abc", "Hashable")
 }
 
-/// Dense ids (in order of first sight) for objects identified by their Python hash and an
-/// equality test: the table behind both interners ([`PyInterner`] and rrf_many's str tokens).
-pub struct HashIds<T> {
+/// Interns Python keys into dense ids (new ids in order of first sight), as a `dict` would
+/// identify them. Exceptions raised by a key's `__hash__` or `__eq__` propagate unchanged; an
+/// item whose type is not hashable at all is a TypeError naming its position.
+pub struct PyInterner<'a, 'py> {
+    lists: &'a [Bound<'py, PyTuple>],
     table: HashTable<u32>,
     hashes: Vec<isize>,
-    objects: Vec<T>,
+    objects: Vec<Borrowed<'a, 'py, PyAny>>,
     state: foldhash::fast::FixedState,
 }
 
-impl<T: Copy> HashIds<T> {
-    pub fn with_capacity(n: usize) -> Self {
-        HashIds {
+impl<'a, 'py> PyInterner<'a, 'py> {
+    pub fn new(lists: &'a [Bound<'py, PyTuple>]) -> Self {
+        let n: usize = lists.iter().map(|l| l.len()).sum();
+        PyInterner {
+            lists,
             table: HashTable::with_capacity(n),
             hashes: Vec::with_capacity(n),
             objects: Vec::with_capacity(n),
@@ -81,61 +66,8 @@ impl<T: Copy> HashIds<T> {
         }
     }
 
-    /// Forgets every object, keeping room for `n` (growing the table object by object would
-    /// rehash it several times).
-    pub fn clear(&mut self, n: usize) {
-        self.table.clear();
-        self.hashes.clear();
-        self.objects.clear();
-        let (state, hashes) = (&self.state, &self.hashes);
-        self.table
-            .reserve(n, |&i| state.hash_one(hashes[i as usize]));
-        self.hashes.reserve(n);
-        self.objects.reserve(n);
-    }
-
-    /// The id of a stored object of hash `hash` for which `eq` is true.
-    #[inline]
-    pub fn find(&self, hash: isize, mut eq: impl FnMut(T) -> bool) -> Option<u32> {
-        let (hashes, objects) = (&self.hashes, &self.objects);
-        self.table
-            .find(self.state.hash_one(hash), |&id| {
-                hashes[id as usize] == hash && eq(objects[id as usize])
-            })
-            .copied()
-    }
-
-    /// Stores `object` (not found by [`HashIds::find`]) under a new id.
-    #[inline]
-    pub fn insert(&mut self, hash: isize, object: T) -> u32 {
-        let id = self.objects.len() as u32;
-        let (state, hashes) = (&self.state, &self.hashes);
-        self.table.insert_unique(state.hash_one(hash), id, |&i| {
-            state.hash_one(hashes[i as usize])
-        });
-        self.hashes.push(hash);
-        self.objects.push(object);
-        id
-    }
-}
-
-/// Interns Python keys into dense ids (new ids in order of first sight), as a `dict` would
-/// identify them. Exceptions raised by a key's `__hash__` or `__eq__` propagate unchanged; an
-/// item whose type is not hashable at all is a TypeError naming its position.
-pub struct PyInterner<'a, 'py> {
-    lists: &'a [Bound<'py, PyTuple>],
-    ids: HashIds<Borrowed<'a, 'py, PyAny>>,
-}
-
-impl<'a, 'py> PyInterner<'a, 'py> {
-    pub fn new(lists: &'a [Bound<'py, PyTuple>]) -> Self {
-        let total: usize = lists.iter().map(|l| l.len()).sum();
-        PyInterner {
-            lists,
-            ids: HashIds::with_capacity(total),
-        }
-    }
-
+    /// The id of the item at (`list`, `position`): its key's, or the number of keys interned
+    /// so far for a new key.
     pub fn intern(&mut self, list: usize, position: usize) -> PyResult<u32> {
         // SAFETY: the scan only asks for positions inside the list.
         let key = unsafe { self.lists[list].get_borrowed_item_unchecked(position) };
@@ -153,8 +85,10 @@ impl<'a, 'py> PyInterner<'a, 'py> {
             }
         };
         let mut error = None;
-        let found = self.ids.find(hash, |stored| {
-            if error.is_some() {
+        let (hashes, objects) = (&self.hashes, &self.objects);
+        let found = self.table.find(self.state.hash_one(hash), |&id| {
+            let stored = objects[id as usize];
+            if error.is_some() || hashes[id as usize] != hash {
                 return false;
             }
             if stored.is(&*key) {
@@ -175,9 +109,16 @@ impl<'a, 'py> PyInterner<'a, 'py> {
         if let Some(e) = error {
             return Err(e);
         }
-        Ok(match found {
-            Some(id) => id,
-            None => self.ids.insert(hash, key),
-        })
+        if let Some(&id) = found {
+            return Ok(id);
+        }
+        let id = self.objects.len() as u32;
+        let (state, hashes) = (&self.state, &self.hashes);
+        self.table.insert_unique(state.hash_one(hash), id, |&i| {
+            state.hash_one(hashes[i as usize])
+        });
+        self.hashes.push(hash);
+        self.objects.push(key);
+        Ok(id)
     }
 }

@@ -1,8 +1,9 @@
 //! The PyO3 binding layer: the only module that knows about Python.
 //!
-//! Each function extracts its Python arguments into Rust values (checking them in the order the
-//! reference does, so both raise the same exception for the same call), runs the pure-Rust core
-//! with the GIL released where no Python object is touched, and builds the Python results.
+//! Each function extracts its Python arguments into Rust values (in the order the reference
+//! checks them, so both raise the same exception for the same call), runs the core with the GIL
+//! released where no Python object is touched, and builds the Python results. Core errors become
+//! exceptions in one place (`errors`).
 
 mod args;
 mod batch;
@@ -17,19 +18,19 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    trec::register(m)?;
     m.add_class::<results::Hit>()?;
     m.add_class::<results::Contribution>()?;
     m.add_function(wrap_pyfunction!(rrf::rrf, m)?)?;
-    // Candidate revalidation.
+    m.add_function(wrap_pyfunction!(rrf::rrf_many, m)?)?;
+    m.add_class::<batch::BatchResult>()?;
+    m.add_function(wrap_pyfunction!(batch::rrf_batch, m)?)?;
+    #[cfg(feature = "bench-hooks")]
+    m.add_function(wrap_pyfunction!(batch::_bare_loop, m)?)?;
     m.add_class::<revalidate::Revalidated>()?;
     m.add_class::<revalidate::RevalidatedBatch>()?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::pool_size, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate_batch, m)?)?;
-    m.add_class::<batch::BatchResult>()?;
-    m.add_function(wrap_pyfunction!(batch::rrf_batch, m)?)?;
-    m.add_function(wrap_pyfunction!(batch::rrf_many, m)?)?;
-    m.add_function(wrap_pyfunction!(batch::_bare_loop, m)?)?;
-    Ok(())
+    m.add("TrecFormatError", errors::trec_format_error(m.py())?)?;
+    trec::register(m)
 }

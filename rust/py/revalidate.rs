@@ -300,7 +300,7 @@ fn extract_candidates<'py>(
         ids.push(id);
         scores.push(match score.cast_exact::<PyFloat>() {
             Ok(f) => f.value(),
-            Err(_) => real(&score, &format!("candidates[{i}][1]"), false)?,
+            Err(_) => real(&score, &format!("candidates[{i}][1]"))?,
         });
     }
     Ok((PyTuple::new(py, ids)?, scores))
@@ -309,7 +309,7 @@ fn extract_candidates<'py>(
 /// The dedup plan: exact-int ids hashed in Rust, any other ids interned with Python's hash/==.
 fn plan_ids(ids: &Bound<'_, PyTuple>) -> PyResult<Plan> {
     let lists = std::slice::from_ref(ids);
-    if let Some(ints) = exact_ints(lists, &[1.0], None) {
+    if let Some(ints) = exact_ints(lists, &[ids.len()]) {
         return Ok(core::plan(&ints[0])?);
     }
     let mut interner = PyInterner::new(lists);

@@ -1,72 +1,38 @@
-//! `rrf`: argument extraction, the two key paths, result building.
+//! `rrf` and `rrf_many`: the lists and raw scores extracted, one query fused by the engine, the
+//! page built as `Hit` objects.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use super::args::{as_tuple, optional_flag, real, shared_params, Arg};
-use super::errors::{to_pyerr, BindError};
+use super::args::{as_tuple, flag, fusion_params, integer, query_weights, real, Arg};
+use super::errors::fusion_error;
 use super::keys::{exact_ints, PyInterner};
 use super::results::{Contribution, Hit};
-use crate::fusion::{self, Occurrence, Params, Plan, Scan, Scores, TieBreak};
+use crate::error::Error;
+use crate::fusion::params::{self, Params, Plan, TieBreak};
+use crate::fusion::{IdTable, Interned, Rows, Trace, Workspace};
 
-/// Everything `rrf` needs, extracted and checked in the reference's order.
-pub struct RrfArgs<'py> {
+/// One query's input: its lists (tuples: they cannot change while the core reads them) and,
+/// per list, the caller's raw scores (only carried into traces).
+pub struct Query<'py> {
     pub lists: Vec<Bound<'py, PyTuple>>,
-    pub params: Params,
-    /// Per list, the caller's raw scores (only carried into traces).
     pub raw_scores: Vec<Option<Vec<f64>>>,
-    pub trace: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn extract_args<'py>(
-    lists: &Bound<'py, PyAny>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    tie_break: Arg<'py>,
-    offset: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    min_score: Option<Bound<'py, PyAny>>,
-    normalize: Arg<'py>,
-    scores: Option<Bound<'py, PyAny>>,
-    trace: Arg<'py>,
-) -> PyResult<RrfArgs<'py>> {
-    let outer = as_tuple(lists, "lists")?;
-    let lists = outer
+/// `lists`: an iterable of iterables of keys.
+pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    as_tuple(lists, "lists")?
         .iter()
         .enumerate()
         .map(|(i, l)| as_tuple(&l, &format!("lists[{i}]")))
-        .collect::<PyResult<Vec<_>>>()?;
-    let n = lists.len();
-    let params = shared_params(
-        k,
-        weights,
-        Some(n),
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
-    )?;
-    let raw_scores = extract_raw_scores(scores, &lists)?;
-    let trace = optional_flag(trace, "trace")?;
-    Ok(RrfArgs {
-        lists,
-        params,
-        raw_scores,
-        trace,
-    })
+        .collect()
 }
 
 /// `scores=`: per list, None or the list's raw scores (finite reals), aligned with the list.
-pub fn extract_raw_scores<'py>(
-    scores: Option<Bound<'py, PyAny>>,
-    lists: &[Bound<'py, PyTuple>],
+pub fn extract_raw_scores(
+    scores: Option<Bound<'_, PyAny>>,
+    lists: &[Bound<'_, PyTuple>],
 ) -> PyResult<Vec<Option<Vec<f64>>>> {
     let n = lists.len();
     let mut raw_scores = vec![None; n];
@@ -93,136 +59,191 @@ pub fn extract_raw_scores<'py>(
                 lists[i].len()
             )));
         }
-        raw_scores[i] = Some(
-            values
-                .iter()
-                .enumerate()
-                .map(|(j, x)| real(&x, &format!("{name}[{j}]"), true))
-                .collect::<PyResult<Vec<f64>>>()?,
-        );
+        let mut raw = Vec::with_capacity(values.len());
+        for (j, x) in values.iter().enumerate() {
+            let name = format!("{name}[{j}]");
+            raw.push(params::finite(&name, real(&x, &name)?)?);
+        }
+        raw_scores[i] = Some(raw);
     }
     Ok(raw_scores)
 }
 
-/// The fused result before Python objects are built: the scan, the scores, and the key ids of the
-/// page in output order.
-pub struct Fused {
-    pub scan: Scan,
-    pub scores: Scores,
-    pub page: Vec<u32>,
+/// The plan of a query of `n_lists` lists: the weights checked against them (rrf_many checks
+/// them per query; rrf and rrf_batch have checked them with the arguments).
+pub fn query_plan(params: &Params, n_lists: usize) -> Result<Plan, Error> {
+    if let Some(w) = &params.weights {
+        params::weights_len(w.len(), n_lists)?;
+    }
+    let weights = query_weights(params, n_lists);
+    let normalizer = params
+        .normalize
+        .then(|| params::normalizer(&weights, params.k))
+        .transpose()?;
+    Ok(Plan::checked(params.clone(), weights, normalizer))
 }
 
-/// Fuses checked arguments. Exact-int keys run entirely with the GIL released; any other keys
-/// are interned with the GIL held (their `__hash__`/`__eq__` are Python), then scored and ranked
-/// with the GIL released.
-pub fn fuse(py: Python<'_>, args: &RrfArgs<'_>, plan: &Plan) -> Result<Fused, BindError> {
-    let p = &args.params;
-    if let Some(ints) = exact_ints(&args.lists, &plan.weights, p.window) {
-        return py.detach(|| {
-            let slices: Vec<&[i64]> = ints.iter().map(|v| v.as_slice()).collect();
-            let lens: Vec<usize> = slices.iter().map(|s| s.len()).collect();
-            let scan = fusion::scan(
-                &lens,
-                &plan.weights,
-                p.window,
-                p.duplicates,
-                fusion::interner(&slices),
-            )?;
-            let scores = fusion::score(&scan, &plan.weights, p.k, plan.normalizer)?;
-            let key = |id: u32| {
-                let (l, pos) = scan.first_seen[id as usize];
-                slices[l as usize][pos as usize]
-            };
-            let page = match p.tie_break {
-                TieBreak::BestRank => {
-                    fusion::rank(&scores, p.min_score, p.offset, p.limit, |a, b| a.cmp(&b))
-                }
-                TieBreak::Key => fusion::rank(&scores, p.min_score, p.offset, p.limit, |a, b| {
-                    key(a).cmp(&key(b))
-                }),
-            };
-            Ok(Fused { scan, scores, page })
-        });
+/// A failure inside the scan of Python keys: the core's, or a key's own exception.
+enum Failed {
+    Core(Error),
+    Py(PyErr),
+}
+
+impl From<Error> for Failed {
+    fn from(e: Error) -> Self {
+        Failed::Core(e)
+    }
+}
+
+/// The reusable state of a call: the engine's workspace, an id table, a trace buffer.
+pub struct Engine {
+    ws: Workspace,
+    table: IdTable,
+    trace: Trace,
+}
+
+impl Engine {
+    pub fn new(trace: bool) -> Self {
+        Engine {
+            ws: Workspace::new(trace),
+            table: IdTable::default(),
+            trace: Trace::default(),
+        }
     }
 
-    let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
-    let mut interner = PyInterner::new(&args.lists);
-    let scan = fusion::scan(&lens, &plan.weights, p.window, p.duplicates, |l, pos| {
-        interner.intern(l, pos).map_err(BindError::Py)
-    })?;
-    let (scores, order) = py.detach(|| -> Result<_, BindError> {
-        let scores = fusion::score(&scan, &plan.weights, p.k, plan.normalizer)?;
-        let order = match p.tie_break {
-            TieBreak::BestRank => {
-                fusion::rank(&scores, p.min_score, p.offset, p.limit, |a, b| a.cmp(&b))
+    /// Fuses one query and builds its page of hits. Exact-int keys run with the GIL released;
+    /// any other keys are interned with the GIL held (their `__hash__`/`__eq__` are Python),
+    /// then ranked with it released — or, with tie_break="key", held (tied keys are compared
+    /// by Python).
+    pub fn fuse<'py>(
+        &mut self,
+        py: Python<'py>,
+        query: &Query<'py>,
+        plan: &Plan,
+        trace: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let lists = &query.lists;
+        let read: Vec<usize> = (0..lists.len())
+            .map(|i| plan.read_len(i, lists[i].len()))
+            .collect();
+        let Engine { ws, table, .. } = self;
+        if let Some(ints) = exact_ints(lists, &read) {
+            py.detach(|| {
+                let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
+                ws.fuse(&mut Rows::new(&rows, None, table), plan)?;
+                ws.rank(plan);
+                Ok(())
+            })
+            .map_err(|e| fusion_error(py, e, lists))?;
+        } else {
+            let mut interner = PyInterner::new(lists);
+            let fused = ws.fuse(
+                &mut Interned::new(&read, |l, p, _| interner.intern(l, p).map_err(Failed::Py)),
+                plan,
+            );
+            match fused {
+                Ok(()) => {}
+                Err(Failed::Core(e)) => return Err(fusion_error(py, e, lists)),
+                Err(Failed::Py(e)) => return Err(e),
             }
-            // The whole order: tie groups are sorted by Python below, then the page is cut.
-            TieBreak::Key => fusion::rank(&scores, p.min_score, 0, None, |a, b| a.cmp(&b)),
-        };
-        Ok((scores, order))
-    })?;
-    let page = match p.tie_break {
-        TieBreak::BestRank => order,
-        TieBreak::Key => {
-            let sorted = sort_ties_by_key(py, &args.lists, &scan, scores.order(), order)?;
-            let end = p.limit.map_or(sorted.len(), |l| {
-                p.offset.saturating_add(l).min(sorted.len())
-            });
-            sorted
-                .get(p.offset..end)
-                .map(<[u32]>::to_vec)
-                .unwrap_or_default()
+            if plan.params.tie_break == TieBreak::Key {
+                let sorted = py.import("builtins")?.getattr("sorted")?;
+                ws.rank_groups(plan, |group, firsts| {
+                    let keys = group
+                        .iter()
+                        .map(|&id| {
+                            let (l, p) = firsts.get(id);
+                            lists[l as usize].get_item(p as usize)
+                        })
+                        .collect::<PyResult<Vec<_>>>()?;
+                    sort_by_key(py, &sorted, group, keys)
+                })?;
+            } else {
+                py.detach(|| ws.rank(plan));
+            }
         }
-    };
-    Ok(Fused { scan, scores, page })
-}
+        self.hits(py, query, plan, trace)
+    }
 
-/// Sorts each run of equal scores by key with Python's own `sorted` (the same comparisons, in the
-/// same order, as the reference), so incomparable keys raise the same TypeError.
-fn sort_ties_by_key(
-    py: Python<'_>,
-    lists: &[Bound<'_, PyTuple>],
-    scan: &Scan,
-    scores: &[f64],
-    mut order: Vec<u32>,
-) -> PyResult<Vec<u32>> {
-    let sorted = py.import("builtins")?.getattr("sorted")?;
-    let key_object = |id: u32| {
-        let (l, pos) = scan.first_seen[id as usize];
-        lists[l as usize].get_item(pos as usize)
-    };
-    let mut start = 0;
-    while start < order.len() {
-        let s = scores[order[start] as usize];
-        let mut end = start + 1;
-        while end < order.len() && scores[order[end] as usize] == s {
-            end += 1;
+    /// The Python hits of the page just fused.
+    fn hits<'py>(
+        &mut self,
+        py: Python<'py>,
+        query: &Query<'py>,
+        plan: &Plan,
+        trace: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if trace {
+            self.ws.trace(plan, &mut self.trace);
         }
-        if end - start > 1 {
-            let run = &mut order[start..end];
-            let keys = PyList::new(
-                py,
-                run.iter()
-                    .map(|&id| key_object(id))
-                    .collect::<PyResult<Vec<_>>>()?,
-            )?;
-            let kw = pyo3::types::PyDict::new(py);
-            kw.set_item("key", keys.getattr("__getitem__")?)?;
-            let perm: Vec<usize> = sorted
-                .call(
-                    (pyo3::types::PyRange::new(py, 0, run.len() as isize)?,),
-                    Some(&kw),
+        let page = self.ws.page();
+        let hits = page.iter().enumerate().map(|(j, &id)| {
+            let (list, position) = self.ws.first_seen(id);
+            // SAFETY: (list, position) is a place the scan read.
+            let key = unsafe {
+                query.lists[list as usize].get_borrowed_item_unchecked(position as usize)
+            };
+            let contributions = if trace {
+                let items = self.trace.hit(j).iter().map(|c| {
+                    let list = c.list as usize;
+                    Contribution {
+                        list_index: list,
+                        rank: c.rank(),
+                        weight: plan.weights[list],
+                        contribution: c.value,
+                        score: query.raw_scores[list]
+                            .as_ref()
+                            .map(|v| v[c.position as usize]),
+                    }
+                });
+                Some(
+                    PyTuple::new(
+                        py,
+                        items
+                            .map(|c| Py::new(py, c))
+                            .collect::<PyResult<Vec<_>>>()?,
+                    )?
+                    .unbind(),
                 )
-                .map_err(|e| incomparable_ties(py, e))?
-                .extract()?;
-            let before = run.to_vec();
-            for (slot, &i) in run.iter_mut().zip(&perm) {
-                *slot = before[i];
-            }
-        }
-        start = end;
+            } else {
+                None
+            };
+            Py::new(
+                py,
+                Hit {
+                    key: key.to_owned().unbind(),
+                    score: self.ws.score(id),
+                    contributions,
+                },
+            )
+        });
+        PyList::new(py, hits.collect::<PyResult<Vec<_>>>()?)
     }
-    Ok(order)
+}
+
+/// Sorts a group of tied keys with Python's own `sorted` (the same comparisons, in the same
+/// order, as the reference), so incomparable keys raise the same TypeError.
+fn sort_by_key(
+    py: Python<'_>,
+    sorted: &Bound<'_, PyAny>,
+    group: &mut [u32],
+    keys: Vec<Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let keys = PyList::new(py, keys)?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("key", keys.getattr("__getitem__")?)?;
+    let order: Vec<usize> = sorted
+        .call(
+            (pyo3::types::PyRange::new(py, 0, group.len() as isize)?,),
+            Some(&kwargs),
+        )
+        .map_err(|e| incomparable_ties(py, e))?
+        .extract()?;
+    let before = group.to_vec();
+    for (slot, &i) in group.iter_mut().zip(&order) {
+        *slot = before[i];
+    }
+    Ok(())
 }
 
 /// A TypeError from comparing tied keys, re-raised naming `tie_break` (the original as cause).
@@ -238,91 +259,14 @@ fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
     err
 }
 
-/// One Python hit: the key object at (`list`, `position`) of the input, its score and, when
-/// tracing, its contributions from `occurrences` (already ordered by list, then position).
-pub fn new_hit(
-    py: Python<'_>,
-    args: &RrfArgs<'_>,
-    plan: &Plan,
-    (list, position): (u32, u32),
-    score: f64,
-    occurrences: &[Occurrence],
-) -> PyResult<Py<Hit>> {
-    let key = args.lists[list as usize]
-        .get_item(position as usize)?
-        .unbind();
-    let contributions = if args.trace {
-        let items = occurrences
-            .iter()
-            .map(|o| {
-                let w = plan.weights[o.list as usize];
-                Py::new(
-                    py,
-                    Contribution {
-                        list_index: o.list as usize,
-                        rank: o.position as usize + 1,
-                        weight: w,
-                        contribution: fusion::contribution(w, args.params.k, o.position),
-                        score: args.raw_scores[o.list as usize]
-                            .as_ref()
-                            .map(|v| v[o.position as usize]),
-                    },
-                )
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        Some(PyTuple::new(py, items)?.unbind())
-    } else {
-        None
-    };
-    Py::new(
-        py,
-        Hit {
-            key,
-            score,
-            contributions,
-        },
-    )
-}
-
-/// Builds the Python hits of the page.
-pub fn build_hits<'py>(
-    py: Python<'py>,
-    args: &RrfArgs<'py>,
-    plan: &Plan,
-    fused: &Fused,
-) -> PyResult<Bound<'py, PyList>> {
-    let mut occs = Vec::new();
-    let hits = fused
-        .page
-        .iter()
-        .map(|&id| {
-            occs.clear();
-            if args.trace {
-                let s = &fused.scores;
-                let (a, b) = (s.offsets[id as usize], s.offsets[id as usize + 1]);
-                occs.extend_from_slice(&s.occurrences[a as usize..b as usize]);
-                occs.sort_unstable_by_key(|o: &Occurrence| (o.list, o.position));
-            }
-            new_hit(
-                py,
-                args,
-                plan,
-                fused.scan.first_seen[id as usize],
-                fused.scores.scores[id as usize],
-                &occs,
-            )
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, hits)
-}
-
 /// Reciprocal Rank Fusion of ranked lists (each best first).
 ///
 /// Every counted occurrence of a key at rank r (1-based position in the list as given) of list i
 /// contributes weights[i] / (k + r). A key's score is the sum of its contributions added in
 /// ascending order of value from 0.0, so list order never changes a score's bits. Hits are
 /// ordered by score descending; ties by first appearance in the interleaved scan (rank 1 of every
-/// list, then rank 2, ...) or, with tie_break="key", by the key ascending.
+/// list, then rank 2, ...) or, with tie_break="key", by the key ascending. The whole contract:
+/// docs/semantics.md.
 ///
 /// Args:
 ///     lists: iterables of hashable keys (dict semantics: 1, 1.0 and True are one key).
@@ -347,8 +291,8 @@ pub fn build_hits<'py>(
 ///         tie_break="key". The message names the argument.
 ///     ValueError: a wrong value (negative or non-finite k, weights of the wrong length or not
 ///         finite, window < 1, negative offset/limit, unknown duplicates/tie_break, normalize
-///         without a positive weight, a repeated key with duplicates="error",
-///         a score overflowing to infinity).
+///         without a positive weight, a repeated key with duplicates="error", a score
+///         overflowing to infinity).
 ///     Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
 ///     or only empty lists) is not an error: it gives [].
 #[pyfunction]
@@ -374,14 +318,105 @@ pub fn rrf<'py>(
     scores: Option<Bound<'py, PyAny>>,
     trace: Arg<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let args = extract_args(
-        lists, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize,
-        scores, trace,
+    let lists = extract_lists(lists)?;
+    let params = fusion_params(
+        k,
+        weights,
+        Some(lists.len()),
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
     )?;
-    let lens: Vec<usize> = args.lists.iter().map(|t| t.len()).collect();
-    let Some(plan) = fusion::plan(&lens, &args.params)? else {
-        return Ok(PyList::empty(py));
+    let raw_scores = extract_raw_scores(scores, &lists)?;
+    let trace = trace.or(false, |v| flag(v, "trace"))?;
+    let plan = query_plan(&params, lists.len())?;
+    Engine::new(trace).fuse(py, &Query { lists, raw_scores }, &plan, trace)
+}
+
+/// "queries[q]: <message>" for a plain TypeError/ValueError of query q (the reference's rule);
+/// any other exception (raised by a key itself) is returned unchanged.
+fn in_query(py: Python<'_>, q: usize, e: PyErr) -> PyErr {
+    let ty = e.get_type(py);
+    let message = format!("queries[{q}]: {}", e.value(py));
+    if ty.is(py.get_type::<PyTypeError>()) {
+        PyTypeError::new_err(message)
+    } else if ty.is(py.get_type::<PyValueError>()) {
+        PyValueError::new_err(message)
+    } else {
+        e
+    }
+}
+
+/// `[rrf(lists, **kwargs) for lists in queries]` in one call, with the keyword arguments checked
+/// once.
+///
+/// `weights` applies to every query (one per list: a query with another number of lists is a
+/// ValueError); `scores`, when given, holds one entry per query, passed as that query's `scores`.
+/// A TypeError/ValueError of query q reads "queries[q]: <rrf's message>"; exceptions raised by the
+/// keys themselves (their __hash__ or __eq__) propagate unchanged. The queries are fused one after
+/// the other on the calling thread (a loop of `rrf` is as fast: the work per query is small), so
+/// `threads` is only checked (an int >= 1).
+#[pyfunction]
+#[pyo3(
+    signature = (queries, *, k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
+                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
+                 normalize=Arg::Missing, scores=None, trace=Arg::Missing, threads=None),
+    text_signature = "(queries, *, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, trace=False, threads=None)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn rrf_many<'py>(
+    py: Python<'py>,
+    queries: &Bound<'py, PyAny>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Arg<'py>,
+    tie_break: Arg<'py>,
+    offset: Arg<'py>,
+    limit: Option<Bound<'py, PyAny>>,
+    min_score: Option<Bound<'py, PyAny>>,
+    normalize: Arg<'py>,
+    scores: Option<Bound<'py, PyAny>>,
+    trace: Arg<'py>,
+    threads: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let queries = as_tuple(queries, "queries")?;
+    let params = fusion_params(
+        k, weights, None, window, duplicates, tie_break, offset, limit, min_score, normalize,
+    )?;
+    let scores = match scores {
+        None => None,
+        Some(s) => {
+            let s = as_tuple(&s, "scores")?;
+            if s.len() != queries.len() {
+                return Err(PyValueError::new_err(format!(
+                    "scores has {} entries for {} queries",
+                    s.len(),
+                    queries.len()
+                )));
+            }
+            Some(s)
+        }
     };
-    let fused = fuse(py, &args, &plan).map_err(|e| to_pyerr(e, &args.lists))?;
-    build_hits(py, &args, &plan, &fused)
+    let trace = trace.or(false, |v| flag(v, "trace"))?;
+    if let Some(t) = threads {
+        integer(&t, "threads", 1)?;
+    }
+    let mut engine = Engine::new(trace);
+    let out = PyList::empty(py);
+    for (q, lists) in queries.iter().enumerate() {
+        let mut one = || {
+            let lists = extract_lists(&lists)?;
+            let plan = query_plan(&params, lists.len())?;
+            let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
+            let raw_scores = extract_raw_scores(raw, &lists)?;
+            engine.fuse(py, &Query { lists, raw_scores }, &plan, trace)
+        };
+        out.append(one().map_err(|e| in_query(py, q, e))?)?;
+    }
+    Ok(out)
 }

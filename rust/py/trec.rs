@@ -3,9 +3,7 @@
 //! lines of one query of a run for the writer. `_parse_run_files` and `_fuse_run_files` are the
 //! native path of `rankfusion fuse`: files parsed into `_RunFile`s (bytes and byte ranges, no
 //! Python object per line), then fused and formatted into the fused run's bytes
-//! (`crate::trec_fuse`), both with the GIL released.
-
-use std::ffi::CStr;
+//! (`crate::trec::fuse`), both with the GIL released.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -14,13 +12,14 @@ use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use rayon::prelude::*;
 
-use super::args::choice;
-use super::errors::{fuse_error, trec_error};
+use super::args::integer;
+use super::errors::{core_error, text};
 use super::results::Hit;
+use crate::error::Error;
 use crate::fusion::{Duplicates, Params};
 use crate::pool;
-use crate::trec::{self, Number, Order, ReadDuplicates, RunQuery, TrecError};
-use crate::trec_fuse::{self, RunFile as CoreRunFile};
+use crate::trec::fuse::{fused_run, RunFile as CoreRunFile};
+use crate::trec::{self, write, Number, Order, ReadDuplicates, RunQuery};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_run, m)?)?;
@@ -30,21 +29,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_run_files, m)?)?;
     m.add_function(wrap_pyfunction!(fuse_run_files, m)?)?;
     Ok(())
-}
-
-/// `bytes` as the reader decodes them: UTF-8, each undecodable byte a lone surrogate
-/// (`surrogateescape`).
-pub fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
-    // SAFETY: a valid buffer and a NUL-terminated error handler name; a new reference or NULL
-    // with an exception set.
-    unsafe {
-        let s = ffi::PyUnicode_DecodeUTF8(
-            bytes.as_ptr().cast(),
-            bytes.len() as ffi::Py_ssize_t,
-            c"surrogateescape".as_ptr(),
-        );
-        Ok(Bound::from_owned_ptr_or_err(py, s)?.cast_into_unchecked())
-    }
 }
 
 /// A new list of `n` items, item `i` made by `item(i)`.
@@ -83,20 +67,6 @@ fn score(field: &[u8]) -> Option<f64> {
     }
 }
 
-fn read_choices(
-    order: &Bound<'_, PyAny>,
-    duplicates: &Bound<'_, PyAny>,
-) -> PyResult<(Order, ReadDuplicates)> {
-    let order = Order::parse(choice(order, "order", &["score", "file"])?).unwrap_or(Order::Score);
-    let duplicates = ReadDuplicates::parse(choice(
-        duplicates,
-        "duplicates",
-        &["error", "first", "keep"],
-    )?)
-    .unwrap_or(ReadDuplicates::Error);
-    Ok((order, duplicates))
-}
-
 /// Parses a run file's bytes (decompressed) into `[(qid, docids, scores), ...]`, queries in
 /// order of first appearance. `order` is "score" or "file", `duplicates` "error", "first" or
 /// "keep". Raises `rankfusion.trec.TrecFormatError(path, line, reason)` for a malformed file.
@@ -106,14 +76,13 @@ fn parse_run<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
     path: &Bound<'py, PyAny>,
-    order: &Bound<'py, PyAny>,
-    duplicates: &Bound<'py, PyAny>,
+    order: Order,
+    duplicates: ReadDuplicates,
 ) -> PyResult<Bound<'py, PyList>> {
-    let (order, duplicates) = read_choices(order, duplicates)?;
     let bytes = data.as_bytes();
     let queries = py
         .detach(|| trec::parse_run(bytes, order, duplicates, score))
-        .map_err(|e| trec_error(py, path, &e))?;
+        .map_err(|e| core_error(py, e, Some(path)))?;
     new_list(py, queries.len(), |i| {
         let q = &queries[i];
         let docids = new_list(py, q.docids.len(), |j| {
@@ -147,7 +116,8 @@ fn gain(field: &[u8]) -> Option<Gain> {
     }
 }
 
-/// Parses a qrels file's bytes into `{qid: {docid: gain}}`. `duplicates` is "error" or "first".
+/// Parses a qrels file's bytes into `{qid: {docid: gain}}`. `duplicates` is "error", "first" or
+/// "keep" (every line: the last gain of a doc wins).
 /// Raises `rankfusion.trec.TrecFormatError(path, line, reason)` for a malformed file.
 #[pyfunction]
 #[pyo3(name = "_parse_qrels")]
@@ -155,14 +125,12 @@ fn parse_qrels<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
     path: &Bound<'py, PyAny>,
-    duplicates: &Bound<'py, PyAny>,
+    duplicates: ReadDuplicates,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let duplicates = ReadDuplicates::parse(choice(duplicates, "duplicates", &["error", "first"])?)
-        .unwrap_or(ReadDuplicates::Error);
     let bytes = data.as_bytes();
     let queries = py
         .detach(|| trec::parse_qrels(bytes, duplicates, gain))
-        .map_err(|e| trec_error(py, path, &e))?;
+        .map_err(|e| core_error(py, e, Some(path)))?;
     let out = PyDict::new(py);
     for q in queries {
         let judged = PyDict::new(py);
@@ -191,31 +159,6 @@ fn utf8<'py>(s: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
         }
         Some(Bound::from_owned_ptr(s.py(), b).cast_into_unchecked())
     }
-}
-
-/// Appends Python's `repr(x)`: the core's exact fast path, else the function `float.__repr__`
-/// itself calls.
-fn push_repr(py: Python<'_>, out: &mut Vec<u8>, x: f64) -> PyResult<()> {
-    if trec::push_float_repr(out, x) {
-        return Ok(());
-    }
-    // SAFETY: GIL held; the result is NUL-terminated and PyMem-allocated, or NULL with an
-    // exception set.
-    unsafe {
-        let p = ffi::PyOS_double_to_string(
-            x,
-            b'r' as _,
-            0,
-            ffi::Py_DTSF_ADD_DOT_0,
-            std::ptr::null_mut(),
-        );
-        if p.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        out.extend_from_slice(CStr::from_ptr(p).to_bytes());
-        ffi::PyMem_Free(p.cast());
-    }
-    Ok(())
 }
 
 /// An exact str that is a valid id (non-empty, no whitespace), as UTF-8.
@@ -249,17 +192,7 @@ fn run_lines<'py>(
     let (qid, tag) = (qid.as_bytes(), tag.as_bytes());
     let mut out = Vec::new();
     let line = |out: &mut Vec<u8>, rank: usize, docid: &[u8], score: f64| {
-        out.extend_from_slice(qid);
-        out.extend_from_slice(b" Q0 ");
-        out.extend_from_slice(docid);
-        out.push(b' ');
-        trec_fuse::push_usize(out, rank);
-        out.push(b' ');
-        push_repr(py, out, score)?;
-        out.push(b' ');
-        out.extend_from_slice(tag);
-        out.push(b'\n');
-        Ok::<_, PyErr>(())
+        write::push_line(out, qid, docid, rank, score, tag);
     };
     let items = |seq: &Bound<'py, PyAny>| {
         seq.cast_exact::<PyList>()
@@ -282,7 +215,7 @@ fn run_lines<'py>(
                 let Some(docid) = id_bytes(hit.key.bind(py)) else {
                     return Ok(None);
                 };
-                line(&mut out, i + 1, docid.as_bytes(), hit.score)?;
+                line(&mut out, i + 1, docid.as_bytes(), hit.score);
             }
         }
         Some(scores) => {
@@ -305,7 +238,7 @@ fn run_lines<'py>(
             }
             out.reserve(ids.len() * (qid.len() + tag.len() + 40));
             for (i, (docid, &score)) in ids.iter().zip(&values).enumerate() {
-                line(&mut out, i + 1, docid.as_bytes(), score)?;
+                line(&mut out, i + 1, docid.as_bytes(), score);
             }
         }
     }
@@ -348,8 +281,8 @@ fn parse_run_files<'py>(
     py: Python<'py>,
     datas: Vec<Bound<'py, PyBytes>>,
     paths: Vec<Bound<'py, PyAny>>,
-    order: &Bound<'py, PyAny>,
-    duplicates: &Bound<'py, PyAny>,
+    order: Order,
+    duplicates: ReadDuplicates,
 ) -> PyResult<Bound<'py, PyList>> {
     if datas.len() != paths.len() {
         return Err(PyValueError::new_err(format!(
@@ -358,10 +291,9 @@ fn parse_run_files<'py>(
             paths.len()
         )));
     }
-    let (order, duplicates) = read_choices(order, duplicates)?;
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
     let parse = |bytes: &&[u8]| trec::parse_run(bytes, order, duplicates, score);
-    let parsed: Vec<Result<Vec<RunQuery>, TrecError>> = py.detach(|| {
+    let parsed: Vec<Result<Vec<RunQuery>, Error>> = py.detach(|| {
         pool::run(pool::resolve_threads(None).min(slices.len()), |parallel| {
             if parallel {
                 slices.par_iter().map(parse).collect()
@@ -380,7 +312,7 @@ fn parse_run_files<'py>(
             },
         )?
         .into_any()),
-        Some(Err(e)) => Ok(trec_error(py, &paths[i], &e)
+        Some(Err(e)) => Ok(core_error(py, e, Some(&paths[i]))
             .into_value(py)
             .into_bound(py)
             .into_any()),
@@ -392,9 +324,9 @@ fn parse_run_files<'py>(
 
 /// The fused run of `files` (`_RunFile`s, in the order of the runs) as the bytes of its TREC
 /// lines: what `write_run(fuse(runs, ...), tag=tag)` writes for the same files read by
-/// `read_run`, with tie_break "best_rank", no offset, min_score or normalisation. Fused on the
-/// thread pool with the GIL released. Raises ValueError / TypeError as `fuse` does (the message
-/// prefixed with the query) for the first query that fails.
+/// `read_run`, with tie_break "best_rank", no offset, min_score or normalisation (a huge window
+/// or limit means no bound). Fused on the thread pool with the GIL released. Raises ValueError as
+/// `fuse` does (the message prefixed with the query) for the first query that fails.
 #[pyfunction]
 #[pyo3(
     name = "_fuse_run_files",
@@ -406,25 +338,22 @@ fn fuse_run_files<'py>(
     files: Vec<Bound<'py, RunFile>>,
     k: f64,
     weights: Option<Vec<f64>>,
-    window: Option<usize>,
-    duplicates: &Bound<'py, PyAny>,
-    limit: Option<usize>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Duplicates,
+    limit: Option<Bound<'py, PyAny>>,
     tag: &[u8],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let duplicates = Duplicates::parse(choice(
-        duplicates,
-        "duplicates",
-        &["first", "sum", "error"],
-    )?)
-    .unwrap_or(Duplicates::First);
     let params = Params {
         k,
         weights,
-        window,
+        window: window.map(|w| integer(&w, "window", 1)).transpose()?,
         duplicates,
-        limit,
+        limit: limit.map(|l| integer(&l, "limit", 0)).transpose()?,
         ..Params::default()
     };
+    let plan = params
+        .plan(files.len())
+        .map_err(|e| core_error(py, e, None))?;
     let core: Vec<CoreRunFile<'_>> = files
         .iter()
         .map(|f| {
@@ -435,13 +364,12 @@ fn fuse_run_files<'py>(
             }
         })
         .collect();
-    let fallback = |out: &mut Vec<u8>, x: f64| Python::attach(|py| push_repr(py, out, x).is_ok());
     let out = py
         .detach(|| {
             pool::run(pool::resolve_threads(None), |parallel| {
-                trec_fuse::fused_run(&core, &params, tag, parallel, &fallback)
+                fused_run(&core, &plan, tag, parallel)
             })
         })
-        .map_err(|e| fuse_error(py, &e))?;
+        .map_err(|e| core_error(py, e, None))?;
     Ok(PyBytes::new(py, &out))
 }

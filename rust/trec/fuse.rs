@@ -1,18 +1,18 @@
-//! Fusion of parsed TREC run files straight into the lines of the fused run, without a Python
+//! The fused run of parsed run files, straight into the lines of the fused run, without a Python
 //! object per line: what `rankfusion fuse` runs when it needs no Python run objects.
 //!
 //! The result is, byte for byte, what `rankfusion.trec` writes for `fuse(runs, ...)` of the same
 //! files read by `read_run`, then `write_run`:
 //! - queries in order of first appearance in the first file, then the queries only the second
 //!   file has, and so on ([`QueryTable`]);
-//! - each query fused by [`fusion::rrf`] (the code `rankfusion.rrf` runs) over the runs' doc
-//!   ids, one list per file in the order of the files, an empty list where a file lacks the
-//!   query. Doc ids are byte ranges of the files: two are the same key when their bytes are
-//!   (what equality of the `surrogateescape`-decoded strings means);
-//! - lines `qid Q0 docid rank score tag\n`, ranks 1..n, ids as the files' bytes, the score as
-//!   Python's `repr` writes it ([`push_score`]).
+//! - each query fused by the engine (the code `rankfusion.rrf` runs) over the runs' doc ids, one
+//!   list per file in the order of the files, an empty list where a file lacks the query. Doc ids
+//!   are byte ranges of the files: two are the same key when their bytes are (what equality of
+//!   the `surrogateescape`-decoded strings means);
+//! - lines written by [`super::write::push_line`].
 //!
-//! Errors are values: [`FuseError`], the first in query order.
+//! Errors are values: the first failing query in query order, located [`At::Qid`], naming the
+//! key's bytes.
 
 use std::ops::Range;
 
@@ -20,12 +20,13 @@ use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
-use crate::error::Error;
-use crate::fusion::{self, Params};
-use crate::trec::{push_float_repr, RunQuery};
+use super::write::push_line;
+use super::RunQuery;
+use crate::error::{At, Error, Key};
+use crate::fusion::{Interned, Interner, Plan, Workspace};
 
 /// One parsed run file: its bytes and its queries (byte ranges of `data`), as
-/// [`crate::trec::parse_run`] returns them.
+/// [`super::parse_run`] returns them.
 #[derive(Clone, Copy, Debug)]
 pub struct RunFile<'a> {
     pub data: &'a [u8],
@@ -90,136 +91,94 @@ impl QueryTable {
     }
 }
 
-/// Why a fused run could not be made: the first failing query in query order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FuseError {
-    /// The fusion of query `qid` failed (e.g. a score that overflows with huge weights);
-    /// `key` is the bytes of the doc id the error is about, when it is about one.
-    Fusion {
-        qid: Vec<u8>,
-        key: Option<Vec<u8>>,
-        error: Error,
-    },
-    /// A score the formatter could not write (the fallback declined it).
-    Format { value: f64 },
-}
-
-/// Appends Python's `repr` of a fused score: `0.0` / `-0.0` here, [`push_float_repr`] for
-/// every other finite value it settles, else `fallback` (the binding asks CPython); false when
-/// the fallback declines too (nothing appended then).
-pub fn push_score(
-    out: &mut Vec<u8>,
-    x: f64,
-    fallback: &(dyn Fn(&mut Vec<u8>, f64) -> bool + Sync),
-) -> bool {
-    if x == 0.0 {
-        out.extend_from_slice(if x.is_sign_negative() {
-            b"-0.0"
-        } else {
-            b"0.0"
-        });
-        return true;
-    }
-    push_float_repr(out, x) || fallback(out, x)
-}
-
-/// Appends the decimal digits of `n`.
-pub fn push_usize(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 /// Fuses query `i` of `table` and appends its lines to `out`.
 fn fuse_query(
+    ws: &mut Workspace,
     files: &[RunFile<'_>],
     table: &QueryTable,
     i: usize,
-    params: &Params,
+    plan: &Plan,
     tag: &[u8],
-    fallback: &(dyn Fn(&mut Vec<u8>, f64) -> bool + Sync),
     out: &mut Vec<u8>,
-) -> Result<(), FuseError> {
+) -> Result<(), Error> {
     // Items past the window are never read: they are left out of the lists.
-    let depth = params.window.unwrap_or(usize::MAX);
     let lists: Vec<Vec<&[u8]>> = table
         .row(i)
         .iter()
         .zip(files)
-        .map(|(q, file)| match q {
-            Some(q) => file.queries[*q]
-                .docids
-                .iter()
-                .take(depth)
-                .map(|d| file.bytes(d))
-                .collect(),
+        .enumerate()
+        .map(|(l, (q, file))| match q {
+            Some(q) => {
+                let docids = &file.queries[*q].docids;
+                let n = plan.read_len(l, docids.len());
+                docids[..n].iter().map(|d| file.bytes(d)).collect()
+            }
             None => Vec::new(),
         })
         .collect();
     let slices: Vec<&[&[u8]]> = lists.iter().map(Vec::as_slice).collect();
+    let lens: Vec<usize> = slices.iter().map(|l| l.len()).collect();
     let qid = table.qid(files, i);
-    let hits = fusion::rrf(&slices, params).map_err(|error| {
-        let key = error
-            .location()
-            .and_then(|(l, pos)| slices.get(l)?.get(pos))
-            .map(|k| k.to_vec());
-        FuseError::Fusion {
-            qid: qid.to_vec(),
-            key,
-            error,
-        }
+    let mut interner = Interner::new(&slices);
+    ws.fuse(
+        &mut Interned::new(&lens, |l, p, next| {
+            Ok::<_, Error>(interner.intern(l, p, next))
+        }),
+        plan,
+    )
+    .map_err(|e| {
+        e.with_key(|l, p| Some(Key::Bytes(slices[l][p].to_vec())))
+            .at(At::Qid(qid.to_vec()))
     })?;
-    out.reserve(hits.len() * (qid.len() + tag.len() + 48));
-    for (rank, hit) in hits.iter().enumerate() {
-        out.extend_from_slice(qid);
-        out.extend_from_slice(b" Q0 ");
-        out.extend_from_slice(slices[hit.list_index][hit.position]);
-        out.push(b' ');
-        push_usize(out, rank + 1);
-        out.push(b' ');
-        if !push_score(out, hit.score, fallback) {
-            return Err(FuseError::Format { value: hit.score });
-        }
-        out.push(b' ');
-        out.extend_from_slice(tag);
-        out.push(b'\n');
+    ws.rank(plan);
+    out.reserve(ws.page().len() * (qid.len() + tag.len() + 48));
+    for (rank, &id) in ws.page().iter().enumerate() {
+        push_line(
+            out,
+            qid,
+            interner.key(ws.first_seen(id)),
+            rank + 1,
+            ws.score(id),
+            tag,
+        );
     }
     Ok(())
 }
 
-/// The fused run of `files` as TREC lines, every query fused with `params` (whose `weights`,
-/// when given, has one weight per file) and tagged `tag`. `parallel`: the queries are fused on
-/// the current rayon pool (the output is the same either way). `fallback` formats the scores
-/// [`push_float_repr`] leaves to CPython.
+/// The fused run of `files` as TREC lines, every query fused with `plan` (one weight per file;
+/// ties by first appearance) and tagged `tag`. `parallel`: the queries are fused on the current
+/// rayon pool (the output is the same either way).
 pub fn fused_run(
     files: &[RunFile<'_>],
-    params: &Params,
+    plan: &Plan,
     tag: &[u8],
     parallel: bool,
-    fallback: &(dyn Fn(&mut Vec<u8>, f64) -> bool + Sync),
-) -> Result<Vec<u8>, FuseError> {
+) -> Result<Vec<u8>, Error> {
     let table = QueryTable::new(files);
-    let one = |i: usize| {
-        let mut out = Vec::new();
-        fuse_query(files, &table, i, params, tag, fallback, &mut out).map(|()| out)
-    };
+    // Every contribution a query can count, computed once.
+    let longest: Vec<usize> = files
+        .iter()
+        .map(|f| f.queries.iter().map(|q| q.docids.len()).max().unwrap_or(0))
+        .collect();
+    let plan = plan.clone().with_contributions(&longest);
     if !parallel || table.len() < 2 {
+        let mut ws = Workspace::new(false);
         let mut out = Vec::new();
         for i in 0..table.len() {
-            fuse_query(files, &table, i, params, tag, fallback, &mut out)?;
+            fuse_query(&mut ws, files, &table, i, &plan, tag, &mut out)?;
         }
         return Ok(out);
     }
-    let parts: Vec<Result<Vec<u8>, FuseError>> =
-        (0..table.len()).into_par_iter().map(one).collect();
+    let parts: Vec<Result<Vec<u8>, Error>> = (0..table.len())
+        .into_par_iter()
+        .map_init(
+            || Workspace::new(false),
+            |ws, i| {
+                let mut out = Vec::new();
+                fuse_query(ws, files, &table, i, &plan, tag, &mut out).map(|()| out)
+            },
+        )
+        .collect();
     let mut out = Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, Vec::len)).sum());
     for part in parts {
         out.extend_from_slice(&part?);
@@ -230,8 +189,10 @@ pub fn fused_run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fusion::Duplicates;
-    use crate::trec::{parse_run, parse_score, Number, Order, ReadDuplicates};
+    use crate::error::Problem;
+    use crate::fusion::{Duplicates, Params};
+    use crate::trec::write::push_usize;
+    use crate::trec::{parse_run, parse_score, pyrepr, Number, Order, ReadDuplicates};
 
     fn score(t: &[u8]) -> Option<f64> {
         match parse_score(t) {
@@ -255,15 +216,11 @@ mod tests {
             .collect()
     }
 
-    /// A fallback that declines every value.
-    fn no_fallback(_: &mut Vec<u8>, _: f64) -> bool {
-        false
-    }
-
-    fn fuse(texts: &[&[u8]], params: &Params, parallel: bool) -> Result<String, FuseError> {
+    fn fuse(texts: &[&[u8]], params: &Params, parallel: bool) -> Result<String, Error> {
         let q = parsed(texts, Order::Score, ReadDuplicates::Keep);
         let f = files(texts, &q);
-        fused_run(&f, params, b"t", parallel, &no_fallback).map(|b| String::from_utf8(b).unwrap())
+        let plan = params.plan(texts.len())?;
+        fused_run(&f, &plan, b"t", parallel).map(|b| String::from_utf8(b).unwrap())
     }
 
     #[test]
@@ -293,7 +250,7 @@ mod tests {
             .enumerate()
         {
             let mut line = format!("q Q0 {doc} {} ", rank + 1).into_bytes();
-            assert!(push_score(&mut line, *s, &no_fallback));
+            pyrepr::push_float(&mut line, *s);
             line.extend_from_slice(b" t\n");
             expected.extend(line);
         }
@@ -388,34 +345,21 @@ mod tests {
         };
         for parallel in [false, true] {
             let e = fuse(&[a, a], &p, parallel).unwrap_err();
-            match e {
-                FuseError::Fusion { qid, key, error } => {
-                    assert_eq!(qid, b"1");
-                    assert_eq!(key.as_deref(), Some(&b"a"[..]));
-                    assert!(matches!(error, Error::NonFiniteScore { .. }), "{error:?}");
-                }
-                other => panic!("{other:?}"),
-            }
+            assert_eq!(e.at, At::Qid(b"1".to_vec()));
+            assert!(matches!(e.problem, Problem::NonFiniteScore { .. }), "{e:?}");
+            assert_eq!(
+                e.key().and_then(|k| k.key.clone()),
+                Some(Key::Bytes(b"a".to_vec()))
+            );
         }
-        // a value the formatter declines and no fallback takes
+        // a score Rust's formatter would write otherwise
         let big: &[u8] = b"1 Q0 a 1 3 s\n";
         let p = Params {
             k: 0.0,
             weights: Some(vec![1e22]),
             ..Params::default()
         };
-        assert_eq!(
-            fuse(&[big], &p, false),
-            Err(FuseError::Format { value: 1e22 })
-        );
-        let q = parsed(&[big], Order::Score, ReadDuplicates::Keep);
-        let f = files(&[big], &q);
-        let out = fused_run(&f, &p, b"t", false, &|out: &mut Vec<u8>, x: f64| {
-            out.extend_from_slice(format!("<{x:e}>").as_bytes());
-            true
-        })
-        .unwrap();
-        assert_eq!(out, b"1 Q0 a 1 <1e22> t\n");
+        assert_eq!(fuse(&[big], &p, false).unwrap(), "1 Q0 a 1 1e+22 t\n");
     }
 
     #[test]
@@ -424,7 +368,8 @@ mod tests {
         let out = {
             let q = parsed(&[a], Order::File, ReadDuplicates::Keep);
             let f = files(&[a], &q);
-            fused_run(&f, &Params::default(), b"t\xfe", false, &no_fallback).unwrap()
+            let plan = Params::default().plan(1).unwrap();
+            fused_run(&f, &plan, b"t\xfe", false).unwrap()
         };
         assert_eq!(
             out,

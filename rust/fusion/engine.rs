@@ -1,0 +1,637 @@
+//! The fusion engine: one reusable [`Workspace`] that fuses one query (a row of a batch) at a
+//! time, in three steps, for every caller (`rrf`, `rrf_many`, `rrf_batch`, the native fusion of
+//! run files):
+//!
+//! 1. **scan** ([`Workspace::fuse`]): the interleaved scan — rank 1 of every list, then rank 2,
+//!    ... — over the lists read (weight not 0; the first `window` items), the key source turning
+//!    items into dense ids in scan order. Duplicates inside a list are resolved here; holes
+//!    (pads) are skipped without shifting the ranks behind them.
+//! 2. **score** (also [`Workspace::fuse`]): every key's contributions added in ascending order
+//!    of value from 0.0 (the canonical sum), checked finite, optionally normalised.
+//! 3. **rank** ([`Workspace::rank`], or [`Workspace::rank_groups`] when the caller orders tied
+//!    keys itself): `min_score`, the order (score descending, then the tie order), the page
+//!    (`offset`, `limit`).
+//!
+//! Afterwards [`Workspace::page`] holds the key ids of the page, best first, and
+//! [`Workspace::trace`] their contributions. Nothing is allocated once the workspace has grown.
+//!
+//! The scan has two layouts. *Dense* (each key counted at most once per list, at most
+//! [`DENSE_MAX_LISTS`] lists read; the common case): every key has one slot per list read for
+//! its contributions, filled in scan order, and its seen-lists bits live with the key source (in
+//! the hash slot just probed). *General* (more lists, or `duplicates="sum"`): the counted
+//! occurrences are recorded in scan order and grouped by key with a counting sort.
+
+use hashbrown::HashSet;
+
+use super::keys::KeySource;
+use super::params::{Duplicates, Plan, TieBreak};
+use super::trace::{Contribution, Trace};
+use super::{canonical_sum, Hasher};
+use crate::error::{Error, KeyRef, Problem};
+
+/// Dense mode is used with at most this many lists read (and duplicates "first" or "error").
+pub const DENSE_MAX_LISTS: usize = 8;
+
+/// One counted occurrence of a key (general layout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Occurrence {
+    key: u32,
+    list: u32,
+    position: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct KeyInfo {
+    /// The key's value as the source gave it (the i64 key, or the id).
+    key: i64,
+    /// Bit `slot` set: counted in the `slot`-th list read (general layout, at most 64 lists
+    /// read; dense layout with two lists and traces: the bits the source keeps, copied).
+    seen: u64,
+    /// (list, position) of its first occurrence in scan order.
+    first: (u32, u32),
+}
+
+/// The first occurrence (list, position) of every key of a query, by id.
+pub struct Firsts<'a>(&'a [KeyInfo]);
+
+impl Firsts<'_> {
+    pub fn get(&self, id: u32) -> (u32, u32) {
+        self.0[id as usize].first
+    }
+}
+
+/// The buffers of one query's fusion, reused from query to query.
+#[derive(Default)]
+pub struct Workspace {
+    read: Vec<usize>,
+    /// Key id -> its value, seen-lists bits and first occurrence. Only the first `n_keys`
+    /// entries are the query's: the buffer is one longer, so that the dense scan can write the
+    /// next entry before it knows whether the key is new (no branch to mispredict).
+    keys: Vec<KeyInfo>,
+    n_keys: usize,
+    /// Whether the dense scan records each contribution's (list, position): only traces read
+    /// them.
+    keep_occurrences: bool,
+    seen_set: HashSet<(u32, u32), Hasher>,
+    occurrences: Vec<Occurrence>,
+    offsets: Vec<u32>,
+    cursor: Vec<u32>,
+    grouped: Vec<Occurrence>,
+    values: Vec<f64>,
+    scores: Vec<f64>,
+    /// With normalize=True, key id -> the canonical sum before division: hits are ordered by it,
+    /// so normalising never reorders them. Empty otherwise.
+    sums: Vec<f64>,
+    /// Sort keys (score bits << 64 | tie order) and key ids.
+    order: Vec<(u128, u32)>,
+    packed: Vec<u64>,
+    page: Vec<u32>,
+    /// Dense layout: per key `stride` slots for its contributions and their (list, position).
+    dense: bool,
+    stride: usize,
+    slot_values: Vec<f64>,
+    slot_occurrences: Vec<(u32, u32)>,
+}
+
+/// The number of bits set in the seen-lists bits of a key in dense mode (below 2^8): a table,
+/// since the portable x86-64 target has no popcount instruction and its emulation is slow.
+#[inline]
+fn ones(seen: u64) -> usize {
+    const ONES: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = (i as u32).count_ones() as u8;
+            i += 1;
+        }
+        t
+    };
+    ONES[(seen & 0xFF) as usize] as usize
+}
+
+/// Scores map to u64 sort keys that order like the scores, descending (finite scores only).
+#[inline]
+fn descending_bits(score: f64) -> u64 {
+    let bits = (score + 0.0).to_bits(); // + 0.0 turns -0.0 into 0.0: they tie
+    let ascending = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    };
+    !ascending
+}
+
+/// i64 keys map to u64 sort keys that order like the keys.
+#[inline]
+fn flip(key: i64) -> u64 {
+    (key as u64) ^ (1 << 63)
+}
+
+fn duplicate(list: usize, position: usize) -> Error {
+    Problem::DuplicateKey {
+        key: KeyRef::at(list, position),
+    }
+    .into()
+}
+
+impl Workspace {
+    /// A workspace whose queries' traces are (`trace`) or are not read: without traces the dense
+    /// scan does not record where each contribution came from.
+    pub fn new(trace: bool) -> Self {
+        Workspace {
+            keep_occurrences: trace,
+            ..Self::default()
+        }
+    }
+
+    /// Steps 1 and 2: scans and scores one query whose keys come from `keys` (one list per
+    /// weight of `plan`). Errors: the source's own, a repeated key with `duplicates="error"`
+    /// ([`Problem::DuplicateKey`]), a score that is not finite ([`Problem::NonFiniteScore`]);
+    /// both name the key by its place. Then rank with [`Workspace::rank`] or
+    /// [`Workspace::rank_groups`].
+    pub fn fuse<S: KeySource>(&mut self, keys: &mut S, plan: &Plan) -> Result<(), S::Error> {
+        self.scan(keys, plan)?;
+        self.score_keys(plan)?;
+        Ok(())
+    }
+
+    fn scan<S: KeySource>(&mut self, keys: &mut S, plan: &Plan) -> Result<(), S::Error> {
+        let p = &plan.params;
+        self.n_keys = 0;
+        self.scores.clear();
+        self.sums.clear();
+        self.page.clear();
+        self.seen_set.clear();
+        self.occurrences.clear();
+        self.read.clear();
+        self.read
+            .extend((0..plan.n_lists()).filter(|&i| plan.weights[i] != 0.0));
+        let mut depth = self.read.iter().map(|&i| keys.len(i)).max().unwrap_or(0);
+        if let Some(w) = p.window {
+            depth = depth.min(w);
+        }
+        let most_keys: usize = self.read.iter().map(|&i| keys.len(i).min(depth)).sum();
+        keys.reset(most_keys);
+        if self.keys.len() <= most_keys {
+            self.keys.resize(most_keys + 1, KeyInfo::default());
+        }
+        let check = p.duplicates != Duplicates::Sum;
+        self.dense = check && self.read.len() <= DENSE_MAX_LISTS;
+        self.stride = self.read.len();
+        if self.dense {
+            let room = most_keys * self.stride;
+            if self.slot_values.len() < room {
+                self.slot_values.resize(room, 0.0);
+            }
+            if self.keep_occurrences && self.slot_occurrences.len() < room {
+                self.slot_occurrences.resize(room, (0, 0));
+            }
+            return if self.stride == 2 {
+                self.scan_dense::<true, S>(keys, plan, depth)
+            } else {
+                self.scan_dense::<false, S>(keys, plan, depth)
+            };
+        }
+        let bits = self.read.len() <= 64;
+        for position in 0..depth {
+            for (slot, &list) in self.read.iter().enumerate() {
+                if position >= keys.len(list) {
+                    continue;
+                }
+                let next = self.n_keys as u32;
+                let Some(found) = keys.find(list, position, next)? else {
+                    continue;
+                };
+                let id = found.id;
+                if id == next {
+                    self.keys[self.n_keys] = KeyInfo {
+                        key: found.key,
+                        seen: 0,
+                        first: (list as u32, position as u32),
+                    };
+                    self.n_keys += 1;
+                }
+                if check {
+                    let repeated = if bits {
+                        let mask = 1u64 << slot;
+                        let b = &mut self.keys[id as usize].seen;
+                        let repeated = *b & mask != 0;
+                        *b |= mask;
+                        repeated
+                    } else {
+                        !self.seen_set.insert((id, slot as u32))
+                    };
+                    if repeated {
+                        if p.duplicates == Duplicates::Error {
+                            return Err(duplicate(list, position).into());
+                        }
+                        continue;
+                    }
+                }
+                self.occurrences.push(Occurrence {
+                    key: id,
+                    list: list as u32,
+                    position: position as u32,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The scan in dense mode: at most 8 lists read, each key counted at most once per list. A
+    /// key's seen-lists bits live with the source (in the hash slot just probed) and also count
+    /// its contributions (their popcount), so its contribution slots are written in place.
+    /// Whether a key is new is random in fused lists, so the loop has no branch on it: the next
+    /// key's entry is written every time and counts only when it is new.
+    ///
+    /// `PAIR`, exactly two lists read (hybrid search's lexical + vector, the commonest case), is
+    /// trimmed further: a new key's second slot is written +0.0, which [`Workspace::score`] may
+    /// add (see `score_keys`), instead of keeping the bits per key for [`Workspace::count`] (kept all
+    /// the same with traces, which read them).
+    fn scan_dense<const PAIR: bool, S: KeySource>(
+        &mut self,
+        keys: &mut S,
+        plan: &Plan,
+        depth: usize,
+    ) -> Result<(), S::Error> {
+        let stride = self.stride;
+        let keep_bits = !PAIR || self.keep_occurrences;
+        let keep_occurrences = self.keep_occurrences;
+        let error_on_repeat = plan.params.duplicates == Duplicates::Error;
+        // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
+        let n_read = if PAIR { 2 } else { self.read.len() };
+        let mut read = [0usize; DENSE_MAX_LISTS];
+        read[..n_read].copy_from_slice(&self.read[..n_read]);
+        let mut n_keys = 0;
+        for position in 0..depth {
+            for (slot, &list) in read[..n_read].iter().enumerate() {
+                if position >= keys.len(list) {
+                    continue;
+                }
+                let next = n_keys as u32;
+                let Some(found) = keys.find(list, position, next)? else {
+                    continue;
+                };
+                let (id, at) = (found.id, found.at);
+                let mask = 1 << slot;
+                let new = id == next;
+                self.keys[n_keys] = KeyInfo {
+                    key: found.key,
+                    seen: 0,
+                    first: (list as u32, position as u32),
+                };
+                n_keys += new as usize;
+                let seen = keys.seen(at);
+                if seen & mask != 0 {
+                    if error_on_repeat {
+                        return Err(duplicate(list, position).into());
+                    }
+                    continue;
+                }
+                keys.set_seen(at, seen | mask);
+                let c = plan.contribution(list, position);
+                // With two lists a key not new has exactly the other list's bit.
+                let filled = if PAIR {
+                    !new as usize
+                } else {
+                    ones(u64::from(seen))
+                };
+                let at = id as usize * stride + filled;
+                if PAIR {
+                    // New: [c, +0.0]. Seen in the other list already: [first, c].
+                    self.slot_values[at - filled + 1] = if new { 0.0 } else { c };
+                }
+                self.slot_values[at] = c;
+                if keep_bits {
+                    self.keys[id as usize].seen = u64::from(seen | mask);
+                }
+                if keep_occurrences {
+                    self.slot_occurrences[at] = (list as u32, position as u32);
+                }
+            }
+        }
+        self.n_keys = n_keys;
+        Ok(())
+    }
+
+    /// In dense mode, how many contributions key `id` has.
+    #[inline]
+    fn count(&self, id: usize) -> usize {
+        ones(self.keys[id].seen)
+    }
+
+    fn score_keys(&mut self, plan: &Plan) -> Result<(), Error> {
+        let n_keys = self.n_keys;
+        let normalizer = plan.normalizer;
+        if self.dense && self.stride == 2 {
+            // Two lists (`scan_dense::<true>`): a key has one or two contributions, at random.
+            // Without a branch on which: a missing second one is +0.0, and the canonical sum of
+            // (a, +0.0) is bit for bit that of (a) (a sum started at +0.0 is never -0.0, so
+            // adding +0.0 changes nothing).
+            for key in 0..n_keys {
+                let at = key * 2;
+                let (a, b) = (self.slot_values[at], self.slot_values[at + 1]);
+                let (lo, hi) = if b < a { (b, a) } else { (a, b) };
+                self.push_score(key, 0.0 + lo + hi, normalizer)?;
+            }
+            return Ok(());
+        }
+        if self.dense {
+            for key in 0..n_keys {
+                let at = key * self.stride;
+                let n = self.count(key);
+                let values = &mut self.slot_values[at..at + n];
+                let s = match values {
+                    [a] => 0.0 + *a,
+                    _ => canonical_sum(values),
+                };
+                self.push_score(key, s, normalizer)?;
+            }
+            return Ok(());
+        }
+        // Group occurrences by key with a counting sort (stable: scan order within a key).
+        self.offsets.clear();
+        self.offsets.resize(n_keys + 1, 0);
+        for o in &self.occurrences {
+            self.offsets[o.key as usize + 1] += 1;
+        }
+        for i in 0..n_keys {
+            self.offsets[i + 1] += self.offsets[i];
+        }
+        self.cursor.clear();
+        self.cursor.extend_from_slice(&self.offsets[..n_keys]);
+        self.grouped.clear();
+        self.grouped
+            .resize(self.occurrences.len(), Occurrence::default());
+        for o in &self.occurrences {
+            let c = &mut self.cursor[o.key as usize];
+            self.grouped[*c as usize] = *o;
+            *c += 1;
+        }
+        for key in 0..n_keys {
+            let occs = &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
+            let value = |o: &Occurrence| plan.contribution(o.list as usize, o.position as usize);
+            let s = match occs {
+                [a] => 0.0 + value(a),
+                _ => {
+                    self.values.clear();
+                    self.values.extend(occs.iter().map(value));
+                    canonical_sum(&mut self.values)
+                }
+            };
+            self.push_score(key, s, normalizer)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a key's sum finite, then divides it by the normaliser when there is one and
+    /// checks the quotient too.
+    #[inline]
+    fn push_score(&mut self, key: usize, sum: f64, normalizer: Option<f64>) -> Result<(), Error> {
+        let first = self.keys[key].first;
+        let error = |score: f64, normalized: bool| -> Error {
+            Problem::NonFiniteScore {
+                key: KeyRef::at(first.0 as usize, first.1 as usize),
+                score,
+                normalized,
+            }
+            .into()
+        };
+        if !sum.is_finite() {
+            return Err(error(sum, false));
+        }
+        let score = match normalizer {
+            None => sum,
+            Some(top) => {
+                self.sums.push(sum);
+                let s = sum / top;
+                if !s.is_finite() {
+                    return Err(error(s, true));
+                }
+                s
+            }
+        };
+        self.scores.push(score);
+        Ok(())
+    }
+
+    /// The values hits are ordered by: the canonical sums (the scores unless normalised).
+    fn order_values(&self) -> &[f64] {
+        if self.sums.is_empty() {
+            &self.scores
+        } else {
+            &self.sums
+        }
+    }
+
+    /// Step 3: drops the keys whose score is below `min_score`, orders the rest by score
+    /// descending, ties by first appearance (`TieBreak::BestRank`) or by the keys' values
+    /// ascending (`TieBreak::Key`: the i64 keys of [`super::keys::Rows`]; for other keys use
+    /// [`Workspace::rank_groups`]), and keeps the page `[offset, offset + limit)`. Only the page
+    /// is sorted fully when a limit is given.
+    pub fn rank(&mut self, plan: &Plan) {
+        let p = &plan.params;
+        let n_keys = self.scores.len();
+        if p.tie_break == TieBreak::BestRank && p.limit.is_none() && n_keys < 1 << 31 {
+            return self.rank_all(plan);
+        }
+        // Sort keys: the score's sort bits, then the tie order; the id beside them.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        let by = self.order_values();
+        for (id, &s) in self.scores.iter().enumerate() {
+            if p.min_score.is_some_and(|m| s < m) {
+                continue;
+            }
+            let tie = match p.tie_break {
+                TieBreak::BestRank => id as u64,
+                TieBreak::Key => flip(self.keys[id].key),
+            };
+            order.push((
+                (descending_bits(by[id]) as u128) << 64 | tie as u128,
+                id as u32,
+            ));
+        }
+        self.page.clear();
+        let n = order.len();
+        let end = p.limit.map_or(n, |l| p.offset.saturating_add(l).min(n));
+        if p.offset < end {
+            // Sort keys are unique (ids and keys are), so the ids beside them are never compared.
+            if end < n {
+                order.select_nth_unstable(end - 1);
+                order.truncate(end);
+            }
+            order.sort_unstable();
+            self.page
+                .extend(order[p.offset..].iter().map(|&(_, id)| id));
+        }
+        self.order = order;
+    }
+
+    /// `rank` for the whole order with ties by first appearance: sorts u64 keys (the score's
+    /// sort bits with the low bits replaced by the key id) rather than u128, then re-sorts, with
+    /// the full score, each run of keys whose scores agree on every bit but those low ones.
+    fn rank_all(&mut self, plan: &Plan) {
+        let p = &plan.params;
+        let n = self.scores.len() as u64;
+        let bits = (64 - n.leading_zeros()).max(1);
+        let low = (1u64 << bits) - 1;
+        self.page.clear();
+        let mut order = std::mem::take(&mut self.order);
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.clear();
+        let by = self.order_values();
+        for (id, &s) in self.scores.iter().enumerate() {
+            if p.min_score.is_some_and(|m| s < m) {
+                continue;
+            }
+            packed.push((descending_bits(by[id]) & !low) | id as u64);
+        }
+        packed.sort_unstable();
+        // Usually the order by the high bits is already the order by the full scores (exact
+        // ties are in id order by construction): one check of every neighbouring pair, with no
+        // branch to mispredict, and the groups below are only walked when it fails.
+        let full = |x: u64| descending_bits(by[(x & low) as usize]);
+        let mut ordered = true;
+        for pair in packed.windows(2) {
+            ordered &= full(pair[0]) <= full(pair[1]);
+        }
+        if !ordered {
+            let mut start = 0;
+            while start < packed.len() {
+                let head = packed[start] & !low;
+                let mut end = start + 1;
+                while end < packed.len() && packed[end] & !low == head {
+                    end += 1;
+                }
+                let first = full(packed[start]);
+                if end - start > 1 && packed[start + 1..end].iter().any(|&x| full(x) != first) {
+                    // Scores that differ only in the replaced low bits: sort by the full score.
+                    order.clear();
+                    order.extend(packed[start..end].iter().map(|&x| {
+                        let id = x & low;
+                        ((full(x) as u128) << 64 | id as u128, id as u32)
+                    }));
+                    order.sort_unstable();
+                    for (slot, &(_, id)) in packed[start..end].iter_mut().zip(&order) {
+                        *slot = u64::from(id);
+                    }
+                }
+                // Otherwise one key, or keys of the very same score: already in id order.
+                start = end;
+            }
+        }
+        self.page
+            .extend(packed.iter().skip(p.offset).map(|&x| (x & low) as u32));
+        self.order = order;
+        self.packed = packed;
+    }
+
+    /// Step 3 with tied keys ordered by the caller: like [`Workspace::rank`] with ties by first
+    /// appearance, then `sort(group, firsts)` reorders every group of two or more keys of exactly
+    /// equal score (ordering value), each group in order from the best, *before* the page is cut
+    /// (so it sees the same groups whatever the page); `firsts` gives a key's first occurrence.
+    /// `sort`'s error stops the ranking.
+    pub fn rank_groups<E>(
+        &mut self,
+        plan: &Plan,
+        mut sort: impl FnMut(&mut [u32], &Firsts<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let p = &plan.params;
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        let by = self.order_values();
+        for (id, &s) in self.scores.iter().enumerate() {
+            if p.min_score.is_none_or(|m| s >= m) {
+                order.push((
+                    (descending_bits(by[id]) as u128) << 64 | id as u128,
+                    id as u32,
+                ));
+            }
+        }
+        order.sort_unstable();
+        self.page.clear();
+        self.page.extend(order.iter().map(|&(_, id)| id));
+        let mut start = 0;
+        while start < order.len() {
+            let head = order[start].0 >> 64;
+            let mut end = start + 1;
+            while end < order.len() && order[end].0 >> 64 == head {
+                end += 1;
+            }
+            if end - start > 1 {
+                let firsts = Firsts(&self.keys[..self.n_keys]);
+                if let Err(e) = sort(&mut self.page[start..end], &firsts) {
+                    self.order = order;
+                    return Err(e);
+                }
+            }
+            start = end;
+        }
+        self.order = order;
+        let n = self.page.len();
+        let end = p.limit.map_or(n, |l| p.offset.saturating_add(l).min(n));
+        self.page.truncate(end);
+        self.page.drain(..p.offset.min(end));
+        Ok(())
+    }
+
+    /// The key ids of the page, best first.
+    pub fn page(&self) -> &[u32] {
+        &self.page
+    }
+
+    /// The value of key `id` (the i64 key for [`super::keys::Rows`]).
+    pub fn key(&self, id: u32) -> i64 {
+        self.keys[id as usize].key
+    }
+
+    /// The score of key `id`, as returned (normalised when asked).
+    pub fn score(&self, id: u32) -> f64 {
+        self.scores[id as usize]
+    }
+
+    /// (list, position) of key `id`'s first occurrence in scan order.
+    pub fn first_seen(&self, id: u32) -> (u32, u32) {
+        self.keys[id as usize].first
+    }
+
+    /// Appends key `id`'s contributions, ordered by list then position. Needs a workspace made
+    /// with `trace = true` (else the dense layout has not kept where they came from).
+    pub fn contributions(&self, id: u32, plan: &Plan, out: &mut Vec<Contribution>) {
+        let i = id as usize;
+        let start = out.len();
+        if self.dense {
+            debug_assert!(self.keep_occurrences, "a workspace without traces");
+            let at = i * self.stride;
+            let n = self.count(i);
+            // (The values were sorted in place by the canonical sum: computed again.)
+            out.extend(
+                self.slot_occurrences[at..at + n]
+                    .iter()
+                    .map(|&(list, position)| Contribution {
+                        list,
+                        position,
+                        value: plan.contribution(list as usize, position as usize),
+                    }),
+            );
+        } else {
+            let occs = &self.grouped[self.offsets[i] as usize..self.offsets[i + 1] as usize];
+            out.extend(occs.iter().map(|o| Contribution {
+                list: o.list,
+                position: o.position,
+                value: plan.contribution(o.list as usize, o.position as usize),
+            }));
+        }
+        out[start..].sort_unstable_by_key(|c| (c.list, c.position));
+    }
+
+    /// The trace of the page: every hit's contributions, in page order.
+    pub fn trace(&self, plan: &Plan, out: &mut Trace) {
+        out.clear();
+        for &id in &self.page {
+            self.contributions(id, plan, &mut out.contributions);
+            out.offsets.push(out.contributions.len());
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Python's `repr` of a float, in Rust: what the TREC writer writes for a score and what error
+//! messages show, so that both read exactly as Python's would.
+//!
+//! `repr` writes the decimal with the fewest significant digits that reads back as `x`, of those
+//! the closest to `x`, ties to even (David Gay's `dtoa` mode 0). Rust's `{:e}` writes the
+//! shortest decimal that reads back as `x` too, the closest too, but breaks exact ties upwards
+//! (`2.0f64.powi(50) + 0.25`: Python `1125899906842624.2`, Rust `...624.3`). So the digits agree
+//! unless `x` is exactly halfway between two shortest decimals `M * 10^s` and `(M ± 1) * 10^s`,
+//! i.e. exactly `(10 M ± 5) * 10^(s-1)`, which is checked with integers; then the even one is
+//! taken, if it reads back as `x` too. Then Python's layout: scientific (`1e+16`, `1.5e-07`: signed exponent of at least two
+//! digits) when the decimal point falls before the 4th digit after it or after the 16th digit,
+//! else positional with `.0` added to integers; `nan`, `inf`, `-inf`, `0.0`, `-0.0`.
+
+use std::io::Write;
+
+/// `repr(x)`.
+pub fn float(x: f64) -> String {
+    let mut out = Vec::with_capacity(24);
+    push_float(&mut out, x);
+    // Only ASCII is ever written.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Appends `repr(x)`.
+pub fn push_float(out: &mut Vec<u8>, x: f64) {
+    if x.is_nan() {
+        out.extend_from_slice(b"nan");
+        return;
+    }
+    if x.is_sign_negative() {
+        out.push(b'-');
+    }
+    let a = x.abs();
+    if a.is_infinite() {
+        out.extend_from_slice(b"inf");
+        return;
+    }
+    if a == 0.0 {
+        out.extend_from_slice(b"0.0");
+        return;
+    }
+    let (digits, exp) = shortest(a);
+    let digits = digits.as_bytes();
+    let n = digits.len() as i32;
+    let point = exp + 1; // digits[..point] are before the decimal point
+    if point <= -4 || point > 16 {
+        out.push(digits[0]);
+        if n > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.push(b'e');
+        out.push(if exp < 0 { b'-' } else { b'+' });
+        if exp.abs() < 10 {
+            out.push(b'0');
+        }
+        let _ = write!(out, "{}", exp.abs());
+    } else if point <= 0 {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + (-point) as usize, b'0');
+        out.extend_from_slice(digits);
+    } else if point < n {
+        out.extend_from_slice(&digits[..point as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[point as usize..]);
+    } else {
+        out.extend_from_slice(digits);
+        out.resize(out.len() + (point - n) as usize, b'0');
+        out.extend_from_slice(b".0");
+    }
+}
+
+/// The shortest round-tripping digits of `a` (finite, > 0) with ties to even, without trailing
+/// zeros, and the decimal exponent of the first digit: `a ~ d.ddd * 10^exp`.
+fn shortest(a: f64) -> (String, i32) {
+    let text = format!("{a:e}");
+    let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|&c| c != '.').collect();
+    let n = digits.len() as i32;
+    // At most 17 digits: M < 10^17 fits a u64.
+    let m: u64 = digits.parse().unwrap_or(0);
+    let scale = exp - (n - 1); // a ~ m * 10^scale
+    for (other, halfway) in [(m.wrapping_sub(1), 10 * m - 5), (m + 1, 10 * m + 5)] {
+        let reads_back = || format!("{other}e{scale}").parse::<f64>() == Ok(a);
+        if other > 0 && m % 2 == 1 && is_decimal(a, halfway, scale - 1) && reads_back() {
+            // Exactly between m and its even neighbour, both shortest and both reading back as
+            // `a` (not so at a power of two, whose lower neighbour is closer): Python takes the
+            // even one.
+            let mut d = other.to_string();
+            let first_exp = scale + d.len() as i32 - 1;
+            while d.len() > 1 && d.ends_with('0') {
+                d.pop();
+            }
+            return (d, first_exp);
+        }
+    }
+    (digits, exp)
+}
+
+/// Whether `x` (finite, > 0) is exactly `d * 10^t` (`d` > 0).
+fn is_decimal(x: f64, d: u64, t: i32) -> bool {
+    if t >= 0 {
+        // d * 10^t = d * 5^t * 2^t; 5^t must divide x's odd part, below 2^53: t <= 22.
+        if t > 22 {
+            return false;
+        }
+        let y = x / 2f64.powi(t); // exact: a power of two
+        if y.fract() != 0.0 || y >= 2f64.powi(127) {
+            return false;
+        }
+        return y as u128 == u128::from(d) * 5u128.pow(t as u32);
+    }
+    // d / 10^u = (d / 5^u) / 2^u is a binary fraction only if 5^u divides d (5^28 > 2^64 > d).
+    let u = t.unsigned_abs();
+    if u > 27 || d % 5u64.pow(u) != 0 {
+        return false;
+    }
+    let q = d / 5u64.pow(u);
+    let y = x * 2f64.powi(u as i32); // exact (or infinite, then unequal)
+    y.fract() == 0.0 && y < 2f64.powi(64) && y as u64 == q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_layout() {
+        for (x, want) in [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (-2.5, "-2.5"),
+            (1e16, "1e+16"),
+            (1.5e-7, "1.5e-07"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (123456789012345680.0, "1.2345678901234568e+17"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (1.0 / 61.0, "0.01639344262295082"),
+            (f64::NAN, "nan"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(float(x), want, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn exact_halfway_goes_to_even() {
+        // 2^50 + 0.25: Python 1125899906842624.2, where Rust's {:e} rounds up.
+        assert_eq!(float(2f64.powi(50) + 0.25), "1125899906842624.2");
+        assert_eq!(float(2f64.powi(50) + 0.75), "1125899906842624.8");
+        // 2^-24 lies exactly between ...062e-08 and ...063e-08, but only the odd one reads
+        // back (below a power of two the doubles are twice as close): Python keeps it.
+        assert_eq!(float(2f64.powi(-24)), "5.960464477539063e-08");
+        // Every shortest repr reads back as the number.
+        for x in [
+            2f64.powi(50) + 0.25,
+            2f64.powi(51) + 0.5,
+            9007199254740993.0,
+        ] {
+            assert_eq!(float(x).parse::<f64>().unwrap(), x);
+        }
+    }
+}
