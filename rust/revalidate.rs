@@ -69,7 +69,8 @@ pub fn plan_with<E: From<Error>>(
 
 /// The plan of `ids` for any hashable Rust id type.
 pub fn plan<K: Hash + Eq>(ids: &[K]) -> Result<Plan> {
-    let mut seen: HashMap<&K, u32, Hasher> = HashMap::default();
+    let mut seen: HashMap<&K, u32, Hasher> =
+        HashMap::with_capacity_and_hasher(ids.len(), Hasher::default());
     plan_with(ids.len(), |position| {
         let next = seen.len() as u32;
         Ok::<u32, Error>(*seen.entry(&ids[position]).or_insert(next))

@@ -416,7 +416,8 @@ def test_revalidated_is_an_immutable_unpackable_triple():
     assert repr(hit) == "Revalidated(id='doc', record={'title': 't'}, score=0.25)"
     assert pickle.loads(pickle.dumps(hit)) == hit
     assert hit == rankfusion.Revalidated("doc", {"title": "t"}, 0.25)
-    assert hit != ("doc", {"title": "t"}, 0.25)
+    # A tuple with names: equal to the plain tuple of its fields.
+    assert hit == ("doc", {"title": "t"}, 0.25) and isinstance(hit, tuple)
     assert hash(rankfusion.Revalidated(1, "r", 0.5)) == hash(rankfusion.Revalidated(1, "r", 0.5))
     with pytest.raises(TypeError):
         hash(hit)  # its record, a dict, is unhashable

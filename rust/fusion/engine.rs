@@ -82,8 +82,8 @@ pub struct Workspace {
     /// With normalize=True, key id -> the canonical sum before division: hits are ordered by it,
     /// so normalising never reorders them. Empty otherwise.
     sums: Vec<f64>,
-    /// Sort keys (score bits << 64 | tie order) and key ids.
-    order: Vec<(u128, u32)>,
+    /// Sort keys: score bits << 64 | key id.
+    order: Vec<u128>,
     packed: Vec<u64>,
     page: Vec<u32>,
     /// Dense layout: per key `stride` slots for its contributions and their (list, position).
@@ -121,6 +121,12 @@ fn descending_bits(score: f64) -> u64 {
     !ascending
 }
 
+/// The end of the page `[offset, offset + limit)` of `n` ordered keys.
+#[inline]
+fn page_end(offset: usize, limit: Option<usize>, n: usize) -> usize {
+    limit.map_or(n, |l| offset.saturating_add(l).min(n))
+}
+
 /// i64 keys map to u64 sort keys that order like the keys.
 #[inline]
 fn flip(key: i64) -> u64 {
@@ -142,6 +148,11 @@ impl Workspace {
             keep_occurrences: trace,
             ..Self::default()
         }
+    }
+
+    /// Whether the queries' traces will be read (see [`Workspace::new`]).
+    pub fn set_trace(&mut self, trace: bool) {
+        self.keep_occurrences = trace;
     }
 
     /// Steps 1 and 2: scans and scores one query whose keys come from `keys` (one list per
@@ -432,40 +443,57 @@ impl Workspace {
     pub fn rank(&mut self, plan: &Plan) {
         let p = &plan.params;
         let n_keys = self.scores.len();
-        if p.tie_break == TieBreak::BestRank && p.limit.is_none() && n_keys < 1 << 31 {
-            return self.rank_all(plan);
-        }
-        // Sort keys: the score's sort bits, then the tie order; the id beside them.
-        let mut order = std::mem::take(&mut self.order);
-        order.clear();
-        let by = self.order_values();
-        for (id, &s) in self.scores.iter().enumerate() {
-            if p.min_score.is_some_and(|m| s < m) {
-                continue;
-            }
-            let tie = match p.tie_break {
-                TieBreak::BestRank => id as u64,
-                TieBreak::Key => flip(self.keys[id].key),
-            };
-            order.push((
-                (descending_bits(by[id]) as u128) << 64 | tie as u128,
-                id as u32,
-            ));
-        }
         self.page.clear();
-        let n = order.len();
-        let end = p.limit.map_or(n, |l| p.offset.saturating_add(l).min(n));
-        if p.offset < end {
-            // Sort keys are unique (ids and keys are), so the ids beside them are never compared.
-            if end < n {
-                order.select_nth_unstable(end - 1);
-                order.truncate(end);
+        match p.tie_break {
+            TieBreak::BestRank if p.limit.is_none() && n_keys < 1 << 31 => self.rank_all(plan),
+            TieBreak::BestRank => {
+                // Sort keys: the score's sort bits, then the id (unique: never equal).
+                let mut order = std::mem::take(&mut self.order);
+                order.clear();
+                let by = self.order_values();
+                for (id, &s) in self.scores.iter().enumerate() {
+                    if p.min_score.is_none_or(|m| s >= m) {
+                        order.push((descending_bits(by[id]) as u128) << 64 | id as u128);
+                    }
+                }
+                let end = page_end(p.offset, p.limit, order.len());
+                if p.offset < end {
+                    if end < order.len() {
+                        order.select_nth_unstable(end - 1);
+                        order.truncate(end);
+                    }
+                    order.sort_unstable();
+                    self.page
+                        .extend(order[p.offset..].iter().map(|&e| e as u32));
+                }
+                self.order = order;
             }
-            order.sort_unstable();
-            self.page
-                .extend(order[p.offset..].iter().map(|&(_, id)| id));
+            TieBreak::Key => {
+                // By score bits, then by key (keys are unique within a query).
+                let mut page = std::mem::take(&mut self.page);
+                let (by, keys, scores) = (self.order_values(), &self.keys, &self.scores);
+                page.extend(
+                    (0..n_keys as u32)
+                        .filter(|&id| p.min_score.is_none_or(|m| scores[id as usize] >= m)),
+                );
+                let sort_key = |&id: &u32| {
+                    (
+                        descending_bits(by[id as usize]),
+                        flip(keys[id as usize].key),
+                    )
+                };
+                let end = page_end(p.offset, p.limit, page.len());
+                if end < page.len() {
+                    if end > 0 {
+                        page.select_nth_unstable_by_key(end - 1, sort_key);
+                    }
+                    page.truncate(end);
+                }
+                page.sort_unstable_by_key(sort_key);
+                page.drain(..p.offset.min(page.len()));
+                self.page = page;
+            }
         }
-        self.order = order;
     }
 
     /// `rank` for the whole order with ties by first appearance: sorts u64 keys (the score's
@@ -508,13 +536,14 @@ impl Workspace {
                 if end - start > 1 && packed[start + 1..end].iter().any(|&x| full(x) != first) {
                     // Scores that differ only in the replaced low bits: sort by the full score.
                     order.clear();
-                    order.extend(packed[start..end].iter().map(|&x| {
-                        let id = x & low;
-                        ((full(x) as u128) << 64 | id as u128, id as u32)
-                    }));
+                    order.extend(
+                        packed[start..end]
+                            .iter()
+                            .map(|&x| (full(x) as u128) << 64 | (x & low) as u128),
+                    );
                     order.sort_unstable();
-                    for (slot, &(_, id)) in packed[start..end].iter_mut().zip(&order) {
-                        *slot = u64::from(id);
+                    for (slot, &e) in packed[start..end].iter_mut().zip(&order) {
+                        *slot = e as u64; // the id
                     }
                 }
                 // Otherwise one key, or keys of the very same score: already in id order.
@@ -543,20 +572,17 @@ impl Workspace {
         let by = self.order_values();
         for (id, &s) in self.scores.iter().enumerate() {
             if p.min_score.is_none_or(|m| s >= m) {
-                order.push((
-                    (descending_bits(by[id]) as u128) << 64 | id as u128,
-                    id as u32,
-                ));
+                order.push((descending_bits(by[id]) as u128) << 64 | id as u128);
             }
         }
         order.sort_unstable();
         self.page.clear();
-        self.page.extend(order.iter().map(|&(_, id)| id));
+        self.page.extend(order.iter().map(|&e| e as u32));
         let mut start = 0;
         while start < order.len() {
-            let head = order[start].0 >> 64;
+            let head = order[start] >> 64;
             let mut end = start + 1;
-            while end < order.len() && order[end].0 >> 64 == head {
+            while end < order.len() && order[end] >> 64 == head {
                 end += 1;
             }
             if end - start > 1 {
@@ -569,8 +595,7 @@ impl Workspace {
             start = end;
         }
         self.order = order;
-        let n = self.page.len();
-        let end = p.limit.map_or(n, |l| p.offset.saturating_add(l).min(n));
+        let end = page_end(p.offset, p.limit, self.page.len());
         self.page.truncate(end);
         self.page.drain(..p.offset.min(end));
         Ok(())

@@ -20,107 +20,11 @@ use pyo3::types::PyTuple;
 
 use super::args::{as_tuple, flag, fusion_params, int64, integer, Arg};
 use super::errors::core_error;
+use super::results::BATCH_RESULT;
 use super::rrf::query_plan;
 use crate::batch::{self, IdMatrix, Output};
 use crate::memory;
 use crate::pool;
-
-/// The result of `rrf_batch`. Unpacks as `ids, scores, counts`.
-#[pyclass(frozen, module = "rankfusion._core")]
-pub struct BatchResult {
-    /// (Q, W) int64, padded with the pad value.
-    #[pyo3(get)]
-    ids: Py<PyAny>,
-    /// (Q, W) float64, padded with NaN.
-    #[pyo3(get)]
-    scores: Py<PyAny>,
-    /// (Q,) int64: the number of real hits of each row.
-    #[pyo3(get)]
-    counts: Py<PyAny>,
-    /// (Q, W, L) int32 with trace=True: the hit's best rank in list l, 0 where absent.
-    #[pyo3(get)]
-    ranks: Option<Py<PyAny>>,
-    /// (Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 where absent.
-    #[pyo3(get)]
-    contributions: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl BatchResult {
-    #[new]
-    #[pyo3(signature = (ids, scores, counts, ranks=None, contributions=None))]
-    fn new(
-        ids: Py<PyAny>,
-        scores: Py<PyAny>,
-        counts: Py<PyAny>,
-        ranks: Option<Py<PyAny>>,
-        contributions: Option<Py<PyAny>>,
-    ) -> Self {
-        BatchResult {
-            ids,
-            scores,
-            counts,
-            ranks,
-            contributions,
-        }
-    }
-
-    fn __len__(&self) -> usize {
-        3
-    }
-
-    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
-        match index {
-            0 | -3 => Ok(self.ids.clone_ref(py)),
-            1 | -2 => Ok(self.scores.clone_ref(py)),
-            2 | -1 => Ok(self.counts.clone_ref(py)),
-            _ => Err(pyo3::exceptions::PyIndexError::new_err(
-                "BatchResult index out of range",
-            )),
-        }
-    }
-
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        (
-            self.ids.clone_ref(py),
-            self.scores.clone_ref(py),
-            self.counts.clone_ref(py),
-        )
-            .into_pyobject(py)?
-            .try_iter()
-            .map(|it| it.into_any())
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let opt = |o: &Option<Py<PyAny>>| -> PyResult<String> {
-            Ok(match o {
-                Some(a) => a.bind(py).repr()?.to_string(),
-                None => "None".into(),
-            })
-        };
-        Ok(format!(
-            "BatchResult(ids={}, scores={}, counts={}, ranks={}, contributions={})",
-            self.ids.bind(py).repr()?,
-            self.scores.bind(py).repr()?,
-            self.counts.bind(py).repr()?,
-            opt(&self.ranks)?,
-            opt(&self.contributions)?
-        ))
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        let py = slf.py();
-        let r = slf.get();
-        let args = (
-            r.ids.clone_ref(py),
-            r.scores.clone_ref(py),
-            r.counts.clone_ref(py),
-            r.ranks.as_ref().map(|a| a.clone_ref(py)),
-            r.contributions.as_ref().map(|a| a.clone_ref(py)),
-        );
-        (slf.get_type(), args).into_pyobject(py)
-    }
-}
 
 fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -279,7 +183,7 @@ pub fn rrf_batch<'py>(
     normalize: Arg<'py>,
     trace: Arg<'py>,
     threads: Option<Bound<'py, PyAny>>,
-) -> PyResult<BatchResult> {
+) -> PyResult<Bound<'py, PyAny>> {
     let outer = as_tuple(lists, "lists")?;
     let mut arrays: Vec<IdArray<'py>> = Vec::with_capacity(outer.len());
     for (i, item) in outer.iter().enumerate() {
@@ -362,13 +266,20 @@ pub fn rrf_batch<'py>(
         };
         py.detach(|| fused.write(out));
     }
-    Ok(BatchResult {
-        ids: ids.into_any().unbind(),
-        scores: scores.into_any().unbind(),
-        counts: counts.into_any().unbind(),
-        ranks: traced.as_ref().map(|(r, _)| r.clone().into_any().unbind()),
-        contributions: traced.map(|(_, c)| c.into_any().unbind()),
-    })
+    let (ranks, contributions) = match traced {
+        Some((r, c)) => (r.into_any(), c.into_any()),
+        None => (py.None().into_bound(py), py.None().into_bound(py)),
+    };
+    BATCH_RESULT.make(
+        py,
+        [
+            ids.into_any(),
+            scores.into_any(),
+            counts.into_any(),
+            ranks,
+            contributions,
+        ],
+    )
 }
 
 /// For benchmarks: the bare loop of `rrf_batch` (fuse every row and write the output) on

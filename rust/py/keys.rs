@@ -1,9 +1,6 @@
 //! Keys as a Python `dict` identifies them: exact ints hashed in Rust (with the GIL released),
 //! any other hashable interned with Python's own hash and `==` (identity first).
 
-use std::hash::BuildHasher;
-
-use hashbrown::HashTable;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -44,25 +41,28 @@ pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 }
 
 /// Interns Python keys into dense ids (new ids in order of first sight), as a `dict` would
-/// identify them. Exceptions raised by a key's `__hash__` or `__eq__` propagate unchanged; an
-/// item whose type is not hashable at all is a TypeError naming its position.
+/// identify them: an open-addressing table of (hash, key, id), probed linearly from a mix of
+/// the key's Python hash, each candidate compared by identity, then `==`. Exceptions raised by a
+/// key's `__hash__` or `__eq__` propagate unchanged; an item whose type is not hashable at all
+/// is a TypeError naming its position.
 pub struct PyInterner<'a, 'py> {
     lists: &'a [Bound<'py, PyTuple>],
-    table: HashTable<u32>,
-    hashes: Vec<isize>,
-    objects: Vec<Borrowed<'a, 'py, PyAny>>,
-    state: foldhash::fast::FixedState,
+    slots: Vec<Option<(isize, Borrowed<'a, 'py, PyAny>, u32)>>,
+    /// log2 of the number of slots.
+    bits: u32,
+    n_keys: u32,
 }
 
 impl<'a, 'py> PyInterner<'a, 'py> {
     pub fn new(lists: &'a [Bound<'py, PyTuple>]) -> Self {
         let n: usize = lists.iter().map(|l| l.len()).sum();
+        // At most half full.
+        let size = (2 * n).next_power_of_two().max(16);
         PyInterner {
             lists,
-            table: HashTable::with_capacity(n),
-            hashes: Vec::with_capacity(n),
-            objects: Vec::with_capacity(n),
-            state: foldhash::fast::FixedState::default(),
+            slots: vec![None; size],
+            bits: size.trailing_zeros(),
+            n_keys: 0,
         }
     }
 
@@ -84,41 +84,34 @@ impl<'a, 'py> PyInterner<'a, 'py> {
                 return Err(e);
             }
         };
-        let mut error = None;
-        let (hashes, objects) = (&self.hashes, &self.objects);
-        let found = self.table.find(self.state.hash_one(hash), |&id| {
-            let stored = objects[id as usize];
-            if error.is_some() || hashes[id as usize] != hash {
-                return false;
-            }
-            if stored.is(&*key) {
-                return true;
-            }
-            // SAFETY: two valid objects, GIL held. -1 means an exception is set.
-            match unsafe {
-                ffi::PyObject_RichCompareBool(stored.as_ptr(), key.as_ptr(), ffi::Py_EQ)
-            } {
-                1 => true,
-                0 => false,
-                _ => {
-                    error = Some(PyErr::fetch(key.py()));
-                    false
+        // Fibonacci hashing: int keys hash to themselves, so their low bits alone would cluster.
+        let mask = (1usize << self.bits) - 1;
+        let mut i =
+            ((hash as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize;
+        loop {
+            match self.slots[i] {
+                None => {
+                    let id = self.n_keys;
+                    self.slots[i] = Some((hash, key, id));
+                    self.n_keys += 1;
+                    return Ok(id);
                 }
+                Some((h, stored, id)) if h == hash => {
+                    if stored.is(&*key) {
+                        return Ok(id);
+                    }
+                    // SAFETY: two valid objects, GIL held. -1 means an exception is set.
+                    match unsafe {
+                        ffi::PyObject_RichCompareBool(stored.as_ptr(), key.as_ptr(), ffi::Py_EQ)
+                    } {
+                        1 => return Ok(id),
+                        0 => {}
+                        _ => return Err(PyErr::fetch(key.py())),
+                    }
+                }
+                Some(_) => {}
             }
-        });
-        if let Some(e) = error {
-            return Err(e);
+            i = (i + 1) & mask;
         }
-        if let Some(&id) = found {
-            return Ok(id);
-        }
-        let id = self.objects.len() as u32;
-        let (state, hashes) = (&self.state, &self.hashes);
-        self.table.insert_unique(state.hash_one(hash), id, |&i| {
-            state.hash_one(hashes[i as usize])
-        });
-        self.hashes.push(hash);
-        self.objects.push(key);
-        Ok(id)
     }
 }

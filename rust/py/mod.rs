@@ -18,16 +18,12 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<results::Hit>()?;
-    m.add_class::<results::Contribution>()?;
+    results::register(m)?;
     m.add_function(wrap_pyfunction!(rrf::rrf, m)?)?;
     m.add_function(wrap_pyfunction!(rrf::rrf_many, m)?)?;
-    m.add_class::<batch::BatchResult>()?;
     m.add_function(wrap_pyfunction!(batch::rrf_batch, m)?)?;
     #[cfg(feature = "bench-hooks")]
     m.add_function(wrap_pyfunction!(batch::_bare_loop, m)?)?;
-    m.add_class::<revalidate::Revalidated>()?;
-    m.add_class::<revalidate::RevalidatedBatch>()?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::pool_size, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate_batch, m)?)?;

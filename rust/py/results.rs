@@ -1,205 +1,674 @@
-//! The result types: immutable, unpackable, picklable, with a useful repr.
+//! The result types: C-level tuple subclasses with named fields, made with the stable C API
+//! (`PyType_FromSpecWithBases`). A type's first fields are its tuple (`Hit` unpacks as
+//! `key, score`, compares and hashes as that tuple); the others are stored after them and are
+//! attributes only (`Hit.contributions`). Every field is a read-only attribute. Cheap to create
+//! and free (a pyclass costs several times more per object), immutable, picklable, with a
+//! useful repr.
+//!
+//! Each type also gets a checked constructor (`Hit(key, score, contributions=None)`: a field of
+//! the wrong kind is a TypeError or ValueError naming it), `__reduce__` through it, and, where
+//! the data are plain, `to_dict()`.
 
-use pyo3::exceptions::PyIndexError;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyCFunction, PyDict, PyFloat, PyList, PyTuple, PyType};
 
-/// One counted occurrence of a key: `weight / (k + rank)` from list `list_index`.
-#[pyclass(frozen, module = "rankfusion._core")]
-pub struct Contribution {
-    #[pyo3(get)]
-    pub list_index: usize,
-    #[pyo3(get)]
-    pub rank: usize,
-    #[pyo3(get)]
-    pub weight: f64,
-    #[pyo3(get)]
-    pub contribution: f64,
-    /// The list's own raw score for this item, when the caller passed `scores=`.
-    #[pyo3(get)]
-    pub score: Option<f64>,
+use super::args::{describe, integer, real};
+use super::keys::hashable_type;
+
+/// What a field may hold, checked by the constructor.
+#[derive(Clone, Copy)]
+enum Kind {
+    Any,
+    Hashable,
+    /// A real number, stored as a float.
+    Real,
+    /// An int >= the minimum.
+    Count(i64),
+    /// A tuple of instances of this struct type.
+    TupleOf(&'static Spec),
+    /// A numpy array of this dtype and number of dimensions.
+    Array(&'static str, usize),
 }
 
-impl Contribution {
-    fn fields(&self) -> (usize, usize, f64, f64, Option<f64>) {
-        (
-            self.list_index,
-            self.rank,
-            self.weight,
-            self.contribution,
-            self.score,
-        )
-    }
+struct Field {
+    name: &'static CStr,
+    doc: &'static CStr,
+    kind: Kind,
+    /// May be None (and is by default when not given).
+    optional: bool,
 }
 
-#[pymethods]
-impl Contribution {
-    #[new]
-    #[pyo3(signature = (list_index, rank, weight, contribution, score=None))]
-    fn new(
-        list_index: usize,
-        rank: usize,
-        weight: f64,
-        contribution: f64,
-        score: Option<f64>,
-    ) -> Self {
-        Contribution {
-            list_index,
-            rank,
-            weight,
-            contribution,
-            score,
-        }
-    }
-
-    /// Plain JSON-ready data; "score" only where known.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("list_index", self.list_index)?;
-        d.set_item("rank", self.rank)?;
-        d.set_item("weight", self.weight)?;
-        d.set_item("contribution", self.contribution)?;
-        if let Some(s) = self.score {
-            d.set_item("score", s)?;
-        }
-        Ok(d)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let score = match self.score {
-            Some(s) => s.into_pyobject(py)?.repr()?.to_string(),
-            None => "None".to_owned(),
-        };
-        Ok(format!(
-            "Contribution(list_index={}, rank={}, weight={}, contribution={}, score={})",
-            self.list_index,
-            self.rank,
-            self.weight.into_pyobject(py)?.repr()?,
-            self.contribution.into_pyobject(py)?.repr()?,
-            score
-        ))
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        match other.cast::<Contribution>() {
-            Ok(o) => self.fields() == o.get().fields(),
-            Err(_) => false,
-        }
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.fields().into_pyobject(py)?.hash()
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        let c = slf.get();
-        (slf.get_type(), c.fields()).into_pyobject(slf.py())
+const fn field(name: &'static CStr, doc: &'static CStr, kind: Kind, optional: bool) -> Field {
+    Field {
+        name,
+        doc,
+        kind,
+        optional,
     }
 }
 
-/// A fused hit. Unpacks as `key, score`; `contributions` is None unless `trace=True`.
-#[pyclass(frozen, module = "rankfusion._core")]
-pub struct Hit {
-    #[pyo3(get)]
-    pub key: Py<PyAny>,
-    #[pyo3(get)]
-    pub score: f64,
-    /// A tuple of Contribution, ordered by list index then rank; None unless traced.
-    #[pyo3(get)]
-    pub contributions: Option<Py<PyTuple>>,
+/// A struct type: its name, doc, fields and how many of them are its tuple.
+pub struct Spec {
+    name: &'static CStr,
+    doc: &'static CStr,
+    fields: &'static [Field],
+    visible: usize,
+    /// Whether it has `to_dict()`.
+    plain: bool,
+    /// Cross-field checks of the constructor (shapes).
+    check: fn(&[Bound<'_, PyAny>]) -> PyResult<()>,
+    ty: PyOnceLock<Py<PyType>>,
+    /// The type, for the slots (which run without a `Python` token).
+    type_ptr: AtomicPtr<ffi::PyTypeObject>,
+    /// Freed instances kept for reuse, as CPython keeps tuples and floats: allocating and
+    /// freeing a GC object costs more than all the rest of making a hit.
+    free: Mutex<Vec<usize>>,
 }
 
-#[pymethods]
-impl Hit {
-    #[new]
-    #[pyo3(signature = (key, score, contributions=None))]
-    fn new(key: Py<PyAny>, score: f64, contributions: Option<Py<PyTuple>>) -> Self {
-        Hit {
-            key,
-            score,
-            contributions,
+/// The most freed instances kept per type.
+const FREE_MAX: usize = 2048;
+
+fn no_check(_: &[Bound<'_, PyAny>]) -> PyResult<()> {
+    Ok(())
+}
+
+pub static CONTRIBUTION: Spec = Spec {
+    name: c"Contribution",
+    doc: c"One counted occurrence of a hit's key: weight / (k + rank) from list list_index.",
+    fields: &[
+        field(c"list_index", c"the list (0-based)", Kind::Count(0), false),
+        field(
+            c"rank",
+            c"the 1-based rank in that list",
+            Kind::Count(1),
+            false,
+        ),
+        field(c"weight", c"the list's weight", Kind::Real, false),
+        field(c"contribution", c"weight / (k + rank)", Kind::Real, false),
+        field(
+            c"score",
+            c"the list's own raw score, when given",
+            Kind::Real,
+            true,
+        ),
+    ],
+    visible: 5,
+    plain: true,
+    check: no_check,
+    ty: PyOnceLock::new(),
+    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
+    free: Mutex::new(Vec::new()),
+};
+
+pub static HIT: Spec = Spec {
+    name: c"Hit",
+    doc: c"A fused hit: unpacks as (key, score); contributions is None unless trace=True.",
+    fields: &[
+        field(
+            c"key",
+            c"the key, as first met in the lists",
+            Kind::Hashable,
+            false,
+        ),
+        field(c"score", c"the fused score", Kind::Real, false),
+        field(
+            c"contributions",
+            c"the key's Contributions by list then rank, with trace=True",
+            Kind::TupleOf(&CONTRIBUTION),
+            true,
+        ),
+    ],
+    visible: 2,
+    plain: true,
+    check: no_check,
+    ty: PyOnceLock::new(),
+    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
+    free: Mutex::new(Vec::new()),
+};
+
+pub static REVALIDATED: Spec = Spec {
+    name: c"Revalidated",
+    doc: c"A live candidate: unpacks as (id, record, score).",
+    fields: &[
+        field(c"id", c"the candidate's id", Kind::Hashable, false),
+        field(
+            c"record",
+            c"the live record the lookup returned",
+            Kind::Any,
+            false,
+        ),
+        field(
+            c"score",
+            c"the candidate's score, as given",
+            Kind::Real,
+            false,
+        ),
+    ],
+    visible: 3,
+    plain: true,
+    check: no_check,
+    ty: PyOnceLock::new(),
+    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
+    free: Mutex::new(Vec::new()),
+};
+
+/// ids (Q, W), scores (Q, W), counts (Q,), and optionally two (Q, W, L) arrays.
+fn batch_shapes(fields: &[Bound<'_, PyAny>]) -> PyResult<()> {
+    let shape = |i: usize| -> PyResult<Vec<usize>> { fields[i].getattr("shape")?.extract() };
+    let (ids, scores, counts) = (shape(0)?, shape(1)?, shape(2)?);
+    if scores != ids || counts[..] != ids[..1] {
+        return Err(PyValueError::new_err(format!(
+            "ids, scores and counts must have shapes (Q, W), (Q, W) and (Q,), got {ids:?}, \
+             {scores:?} and {counts:?}"
+        )));
+    }
+    for i in 3..fields.len() {
+        if !fields[i].is_none() && shape(i)?[..2] != ids[..] {
+            return Err(PyValueError::new_err(format!(
+                "{} must have shape (Q, W, L) with (Q, W) = {ids:?}",
+                ["ranks", "contributions"][i - 3]
+            )));
         }
     }
+    Ok(())
+}
 
-    fn __len__(&self) -> usize {
-        2
+pub static BATCH_RESULT: Spec = Spec {
+    name: c"BatchResult",
+    doc: c"The result of rrf_batch: unpacks as (ids, scores, counts); ranks and contributions \
+           are (Q, W, L) arrays with trace=True, else None.",
+    fields: &[
+        field(
+            c"ids",
+            c"(Q, W) int64, padded with the pad value",
+            Kind::Array("int64", 2),
+            false,
+        ),
+        field(
+            c"scores",
+            c"(Q, W) float64, padded with NaN",
+            Kind::Array("float64", 2),
+            false,
+        ),
+        field(
+            c"counts",
+            c"(Q,) int64: the hits of each row",
+            Kind::Array("int64", 1),
+            false,
+        ),
+        field(
+            c"ranks",
+            c"(Q, W, L) int32: the hit's best rank in list l, 0 where absent",
+            Kind::Array("int32", 3),
+            true,
+        ),
+        field(
+            c"contributions",
+            c"(Q, W, L) float64: the hit's contribution from list l, 0.0 where absent",
+            Kind::Array("float64", 3),
+            true,
+        ),
+    ],
+    visible: 3,
+    plain: false,
+    check: batch_shapes,
+    ty: PyOnceLock::new(),
+    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
+    free: Mutex::new(Vec::new()),
+};
+
+pub static REVALIDATED_BATCH: Spec = Spec {
+    name: c"RevalidatedBatch",
+    doc: c"The live candidates of a batch: unpacks as (ids, scores, counts).",
+    fields: &[
+        field(
+            c"ids",
+            c"(Q, W) int64, padded with the pad value",
+            Kind::Array("int64", 2),
+            false,
+        ),
+        field(
+            c"scores",
+            c"(Q, W) float64, padded with NaN",
+            Kind::Array("float64", 2),
+            false,
+        ),
+        field(
+            c"counts",
+            c"(Q,) int64: the candidates kept",
+            Kind::Array("int64", 1),
+            false,
+        ),
+    ],
+    visible: 3,
+    plain: false,
+    check: batch_shapes,
+    ty: PyOnceLock::new(),
+    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
+    free: Mutex::new(Vec::new()),
+};
+
+pub static SPECS: [&Spec; 5] = [
+    &CONTRIBUTION,
+    &HIT,
+    &REVALIDATED,
+    &BATCH_RESULT,
+    &REVALIDATED_BATCH,
+];
+
+impl Spec {
+    /// The type (made on first use).
+    pub fn ty<'py>(&'static self, py: Python<'py>) -> PyResult<Bound<'py, PyType>> {
+        Ok(self.ty_object(py)?.bind(py).clone())
     }
 
-    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
-        match index {
-            0 | -2 => Ok(self.key.clone_ref(py)),
-            1 | -1 => Ok(self.score.into_pyobject(py)?.into_any().unbind()),
-            _ => Err(PyIndexError::new_err("Hit index out of range")),
-        }
+    fn ty_object(&'static self, py: Python<'_>) -> PyResult<&'static Py<PyType>> {
+        self.ty.get_or_try_init(py, || self.make_type(py))
     }
 
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        (self.key.clone_ref(py), self.score)
-            .into_pyobject(py)?
-            .try_iter()
-            .map(|it| it.into_any())
-    }
-
-    /// Plain JSON-ready data: {"key", "score"} and, when traced, "contributions".
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("key", self.key.bind(py))?;
-        d.set_item("score", self.score)?;
-        if let Some(cs) = &self.contributions {
-            let list = PyList::empty(py);
-            for c in cs.bind(py).iter() {
-                list.append(c.cast::<Contribution>()?.get().to_dict(py)?)?;
-            }
-            d.set_item("contributions", list)?;
-        }
-        Ok(d)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let contributions = match &self.contributions {
-            Some(c) => c.bind(py).repr()?.to_string(),
-            None => "None".to_owned(),
-        };
-        Ok(format!(
-            "Hit(key={}, score={}, contributions={})",
-            self.key.bind(py).repr()?,
-            self.score.into_pyobject(py)?.repr()?,
-            contributions
-        ))
-    }
-
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(o) = other.cast::<Hit>() else {
-            return Ok(false);
-        };
-        let o = o.get();
-        Ok(self.score == o.score
-            && self.key.bind(py).eq(o.key.bind(py))?
-            && match (&self.contributions, &o.contributions) {
-                (None, None) => true,
-                (Some(a), Some(b)) => a.bind(py).eq(b.bind(py))?,
-                _ => false,
+    fn make_type(&'static self, py: Python<'_>) -> PyResult<Py<PyType>> {
+        let n = self.fields.len();
+        let items = items_offset(py)?;
+        let mut members: Vec<ffi::PyMemberDef> = self
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ffi::PyMemberDef {
+                name: f.name.as_ptr(),
+                type_code: ffi::Py_T_OBJECT_EX,
+                offset: (items + i * std::mem::size_of::<*mut ffi::PyObject>()) as ffi::Py_ssize_t,
+                flags: ffi::Py_READONLY,
+                doc: f.doc.as_ptr(),
             })
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        (
-            self.key.clone_ref(py),
-            self.score,
-            self.contributions.as_ref().map(|c| c.clone_ref(py)),
-        )
-            .into_pyobject(py)?
-            .hash()
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        let py = slf.py();
-        let h = slf.get();
-        let args = (
-            h.key.clone_ref(py),
-            h.score,
-            h.contributions.as_ref().map(|c| c.clone_ref(py)),
+            .collect();
+        members.push(ffi::PyMemberDef {
+            name: std::ptr::null(),
+            type_code: 0,
+            offset: 0,
+            flags: 0,
+            doc: std::ptr::null(),
+        });
+        let (dealloc, traverse): (ffi::destructor, ffi::traverseproc) = match n {
+            3 => (dealloc::<3>, traverse::<3>),
+            5 => (dealloc::<5>, traverse::<5>),
+            _ => return Err(PyValueError::new_err("a record type of an unplanned size")),
+        };
+        let slot = |slot, pfunc: *mut std::ffi::c_void| ffi::PyType_Slot { slot, pfunc };
+        // The type keeps pointers into its spec: they live as long as the process.
+        let slots: &'static mut [ffi::PyType_Slot] = vec![
+            slot(ffi::Py_tp_doc, self.doc.as_ptr() as *mut _),
+            slot(ffi::Py_tp_members, members.leak().as_mut_ptr().cast()),
+            slot(ffi::Py_tp_dealloc, dealloc as *mut _),
+            slot(ffi::Py_tp_traverse, traverse as *mut _),
+            slot(ffi::Py_tp_hash, hash as *mut _),
+            // Defining tp_hash stops tp_richcompare from being inherited: tuple's, explicitly.
+            // SAFETY: reading a slot of a static type.
+            slot(ffi::Py_tp_richcompare, unsafe {
+                ffi::PyType_GetSlot(&raw mut ffi::PyTuple_Type, ffi::Py_tp_richcompare)
+            }),
+            slot(0, std::ptr::null_mut()),
+        ]
+        .leak();
+        let qualified = format!(
+            "rankfusion._core.{}\0",
+            self.name.to_str().unwrap_or_default()
         );
-        (slf.get_type(), args).into_pyobject(py)
+        let spec = Box::leak(Box::new(ffi::PyType_Spec {
+            name: qualified.leak().as_ptr().cast(),
+            basicsize: 0,
+            itemsize: 0,
+            flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_HAVE_GC) as _,
+            slots: slots.as_mut_ptr(),
+        }));
+        // SAFETY: a valid spec ('static) and a tuple of one base; a new type or NULL with an
+        // exception set.
+        let ty = unsafe {
+            let bases = PyTuple::new(py, [py.get_type::<PyTuple>()])?;
+            Bound::from_owned_ptr_or_err(py, ffi::PyType_FromSpecWithBases(spec, bases.as_ptr()))?
+                .cast_into::<PyType>()?
+        };
+        self.type_ptr.store(ty.as_ptr().cast(), Ordering::Release);
+        ty.setattr("__module__", "rankfusion._core")?;
+        let partialmethod = py.import("functools")?.getattr("partialmethod")?;
+        let staticmethod = py.import("builtins")?.getattr("staticmethod")?;
+        let new = PyCFunction::new_closure(py, None, None, move |args, kwargs| {
+            construct(self, args, kwargs).map(Bound::unbind)
+        })?;
+        ty.setattr("__new__", staticmethod.call1((new,))?)?;
+        let reduce = PyCFunction::new_closure(py, None, None, move |args, _| {
+            let obj = args.get_item(0)?;
+            let values = self.values(&obj)?;
+            let reduced = (obj.get_type(), PyTuple::new(args.py(), values)?);
+            Ok::<_, PyErr>(reduced.into_pyobject(args.py())?.unbind())
+        })?;
+        ty.setattr("__reduce__", partialmethod.call1((reduce,))?)?;
+        let repr = PyCFunction::new_closure(py, None, None, move |args, _| {
+            let obj = args.get_item(0)?;
+            let mut shown = Vec::new();
+            for (i, (f, value)) in self.fields.iter().zip(self.values(&obj)?).enumerate() {
+                if i < self.visible || !value.is_none() {
+                    shown.push(format!(
+                        "{}={}",
+                        f.name.to_str().unwrap_or_default(),
+                        value.repr()?
+                    ));
+                }
+            }
+            Ok::<_, PyErr>(format!(
+                "{}({})",
+                self.name.to_str().unwrap_or_default(),
+                shown.join(", ")
+            ))
+        })?;
+        ty.setattr("__repr__", partialmethod.call1((repr,))?)?;
+        if self.plain {
+            let to_dict = PyCFunction::new_closure(py, None, None, move |args, _| {
+                to_dict(self, &args.get_item(0)?).map(Bound::unbind)
+            })?;
+            ty.setattr("to_dict", partialmethod.call1((to_dict,))?)?;
+        }
+        Ok(ty.unbind())
     }
+
+    /// Every field of `obj` (an instance), in order.
+    fn values<'py>(&self, obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.fields
+            .iter()
+            .map(|f| obj.getattr(f.name.to_str().unwrap_or_default()))
+            .collect()
+    }
+
+    /// A new instance from its fields (trusted: the core's own results); missing trailing
+    /// fields are None.
+    pub fn make<'py>(
+        &'static self,
+        py: Python<'py>,
+        values: impl IntoIterator<Item = Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ty = self.ty_object(py)?;
+        let n = self.fields.len();
+        let offset = items_offset(py)?;
+        // SAFETY: `ty` is a record type of `n` fields, stored as `n` tuple items from `offset`.
+        // A new object is allocated with room for them (zeroed, GC-tracked); a freed one taken
+        // back from the free list is a dead object of this very type (reference count 0, items
+        // released, untracked, holding its reference to the type), revived here. Every field is
+        // set to a new reference, and the tuple length is that of the visible fields.
+        unsafe {
+            let reused = self.free.lock().ok().and_then(|mut f| f.pop());
+            let obj = match reused {
+                Some(p) => {
+                    let obj = p as *mut ffi::PyObject;
+                    ffi::Py_INCREF(obj);
+                    ffi::PyObject_GC_Track(obj.cast());
+                    obj
+                }
+                None => ffi::PyType_GenericAlloc(ty.as_ptr().cast(), n as ffi::Py_ssize_t),
+            };
+            let obj = Bound::from_owned_ptr_or_err(py, obj)?;
+            let items = obj
+                .as_ptr()
+                .cast::<u8>()
+                .add(offset)
+                .cast::<*mut ffi::PyObject>();
+            let mut set = 0;
+            for (i, v) in values.into_iter().take(n).enumerate() {
+                *items.add(i) = v.into_ptr();
+                set = i + 1;
+            }
+            for i in set..n {
+                *items.add(i) = py.None().into_ptr();
+            }
+            (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
+            Ok(obj)
+        }
+    }
+}
+
+/// Where a tuple's items start (`tuple.__basicsize__`: 24 bytes on 64-bit CPython up to 3.13;
+/// read, not assumed, since 3.14 adds a field before them).
+fn items_offset(py: Python<'_>) -> PyResult<usize> {
+    static OFFSET: PyOnceLock<usize> = PyOnceLock::new();
+    OFFSET
+        .get_or_try_init(py, || {
+            let offset: usize = py
+                .get_type::<PyTuple>()
+                .getattr("__basicsize__")?
+                .extract()?;
+            OFFSET_CACHE.store(offset, std::sync::atomic::Ordering::Relaxed);
+            Ok::<_, PyErr>(offset)
+        })
+        .copied()
+}
+
+/// The items of a record: its visible fields and the others after them.
+///
+/// # Safety
+/// `obj` must be a record made by [`Spec::make`] (so [`items_offset`] has run).
+unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
+    let offset = OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed);
+    obj.cast::<u8>().add(offset).cast()
+}
+
+/// `items_offset`, for the slots that run without a `Python` token.
+static OFFSET_CACHE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// tp_dealloc: untracked, every field released (not only the visible ones), freed.
+///
+/// # Safety
+/// Called by Python on a record of `N` fields whose last reference is gone.
+unsafe extern "C" fn dealloc<const N: usize>(obj: *mut ffi::PyObject) {
+    let ty = ffi::Py_TYPE(obj);
+    ffi::PyObject_GC_UnTrack(obj.cast());
+    let items = record_items(obj);
+    for i in 0..N {
+        let item = *items.add(i);
+        if !item.is_null() {
+            *items.add(i) = std::ptr::null_mut();
+            ffi::Py_DECREF(item);
+        }
+    }
+    // Kept for reuse (with its reference to the type) while its type's free list has room.
+    let spec = SPECS
+        .iter()
+        .find(|s| s.type_ptr.load(Ordering::Acquire) == ty);
+    if let Some(mut free) = spec.and_then(|s| s.free.lock().ok()) {
+        if free.len() < FREE_MAX {
+            free.push(obj as usize);
+            return;
+        }
+    }
+    let free: ffi::freefunc = std::mem::transmute(ffi::PyType_GetSlot(ty, ffi::Py_tp_free));
+    free(obj.cast());
+    ffi::Py_DECREF(ty.cast());
+}
+
+/// tp_traverse: every field, and the (heap) type.
+///
+/// # Safety
+/// Called by Python's cyclic GC on a record of `N` fields.
+unsafe extern "C" fn traverse<const N: usize>(
+    obj: *mut ffi::PyObject,
+    visit: ffi::visitproc,
+    arg: *mut std::ffi::c_void,
+) -> std::ffi::c_int {
+    let items = record_items(obj);
+    for i in 0..N {
+        let item = *items.add(i);
+        if !item.is_null() {
+            let r = visit(item, arg);
+            if r != 0 {
+                return r;
+            }
+        }
+    }
+    visit(ffi::Py_TYPE(obj).cast(), arg)
+}
+
+/// tp_hash: the hash of the visible fields as a plain tuple (what a tuple equal to it hashes
+/// to).
+///
+/// # Safety
+/// Called by Python on a record, GIL held.
+unsafe extern "C" fn hash(obj: *mut ffi::PyObject) -> ffi::Py_hash_t {
+    let plain = ffi::PySequence_Tuple(obj);
+    if plain.is_null() {
+        return -1;
+    }
+    let h = ffi::PyObject_Hash(plain);
+    ffi::Py_DECREF(plain);
+    h
+}
+
+/// The checked constructor: `Type(field, ..., optional=None, ...)`.
+fn construct<'py>(
+    spec: &'static Spec,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = args.py();
+    let name = spec.name.to_str().unwrap_or_default();
+    // args[0] is the class (a staticmethod __new__).
+    let given: Vec<Bound<'py, PyAny>> = args.iter().skip(1).collect();
+    if given.len() > spec.fields.len() {
+        return Err(PyTypeError::new_err(format!(
+            "{name}() takes at most {} arguments ({} given)",
+            spec.fields.len(),
+            given.len()
+        )));
+    }
+    let mut values = Vec::with_capacity(spec.fields.len());
+    for (i, f) in spec.fields.iter().enumerate() {
+        let field = f.name.to_str().unwrap_or_default();
+        let keyword = kwargs.map(|k| k.get_item(field)).transpose()?.flatten();
+        let value = match (given.get(i), keyword) {
+            (Some(_), Some(_)) => {
+                return Err(PyTypeError::new_err(format!(
+                    "{name}() got multiple values for argument '{field}'"
+                )))
+            }
+            (Some(v), None) => v.clone(),
+            (None, Some(v)) => v,
+            (None, None) if f.optional => py.None().into_bound(py),
+            (None, None) => {
+                return Err(PyTypeError::new_err(format!(
+                    "{name}() missing required argument '{field}'"
+                )))
+            }
+        };
+        values.push(checked(py, name, field, f, value)?);
+    }
+    if let Some(k) = kwargs {
+        for key in k.keys() {
+            let key: String = key.extract()?;
+            if !spec
+                .fields
+                .iter()
+                .any(|f| f.name.to_str() == Ok(key.as_str()))
+            {
+                return Err(PyTypeError::new_err(format!(
+                    "{name}() got an unexpected keyword argument '{key}'"
+                )));
+            }
+        }
+    }
+    (spec.check)(&values)?;
+    spec.make(py, values)
+}
+
+/// A constructor argument, checked against its field's kind (floats converted).
+fn checked<'py>(
+    py: Python<'py>,
+    type_name: &str,
+    field: &str,
+    f: &Field,
+    value: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if f.optional && value.is_none() {
+        return Ok(value);
+    }
+    let name = format!("{type_name}.{field}");
+    match f.kind {
+        Kind::Any => Ok(value),
+        Kind::Hashable => {
+            if value.is_instance(hashable_type(py)?)? {
+                Ok(value)
+            } else {
+                Err(PyTypeError::new_err(format!(
+                    "{name} must be hashable, got {}",
+                    describe(&value)
+                )))
+            }
+        }
+        Kind::Real => Ok(PyFloat::new(py, real(&value, &name)?).into_any()),
+        Kind::Count(minimum) => {
+            integer(&value, &name, minimum)?;
+            Ok(value)
+        }
+        Kind::TupleOf(item) => {
+            let items = super::args::as_tuple(&value, &name)?;
+            let ty = item.ty(py)?;
+            for (i, x) in items.iter().enumerate() {
+                if !x.is_exact_instance(&ty) {
+                    return Err(PyTypeError::new_err(format!(
+                        "{name}[{i}] must be a {}, got {}",
+                        item.name.to_str().unwrap_or_default(),
+                        describe(&x)
+                    )));
+                }
+            }
+            Ok(items.into_any())
+        }
+        Kind::Array(dtype, ndim) => {
+            let ok = value.hasattr("dtype")?
+                && value.getattr("dtype")?.str()?.to_cow()? == dtype
+                && value.getattr("ndim")?.extract::<usize>()? == ndim
+                && value.get_type().name()?.to_cow()? == "ndarray";
+            if ok {
+                Ok(value)
+            } else {
+                Err(PyTypeError::new_err(format!(
+                    "{name} must be a {ndim}-D {dtype} numpy array, got {}",
+                    describe(&value)
+                )))
+            }
+        }
+    }
+}
+
+/// Plain data: every field by name, None optional fields left out, nested results as dicts.
+fn to_dict<'py>(spec: &'static Spec, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let py = obj.py();
+    let d = PyDict::new(py);
+    for (f, value) in spec.fields.iter().zip(spec.values(obj)?) {
+        if f.optional && value.is_none() {
+            continue;
+        }
+        let name = f.name.to_str().unwrap_or_default();
+        match f.kind {
+            Kind::TupleOf(_) => {
+                let items = PyList::empty(py);
+                for x in value.try_iter()? {
+                    items.append(x?.call_method0("to_dict")?)?;
+                }
+                d.set_item(name, items)?;
+            }
+            _ => d.set_item(name, value)?,
+        }
+    }
+    Ok(d)
+}
+
+/// Adds every result type to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    for spec in SPECS {
+        m.add(spec.name.to_str().unwrap_or_default(), spec.ty(m.py())?)?;
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use numpy::{
     IntoPyArray, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
     PyUntypedArray, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyException, PyIndexError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -17,6 +17,7 @@ use pyo3::types::{
 
 use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
 use super::keys::{exact_ints, hashable_type, PyInterner};
+use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use crate::revalidate::{self as core, Plan};
 
 fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -35,150 +36,6 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
 /// Is `exc` an `Exception` (as opposed to a bare BaseException such as KeyboardInterrupt)?
 fn is_exception(py: Python<'_>, exc: &PyErr) -> bool {
     exc.is_instance_of::<PyException>(py)
-}
-
-// --- result types --------------------------------------------------------------------------------
-
-/// A live candidate. Unpacks as ``id, record, score``.
-#[pyclass(frozen, module = "rankfusion._core")]
-pub struct Revalidated {
-    #[pyo3(get)]
-    pub id: Py<PyAny>,
-    #[pyo3(get)]
-    pub record: Py<PyAny>,
-    #[pyo3(get)]
-    pub score: f64,
-}
-
-impl Revalidated {
-    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        (self.id.clone_ref(py), self.record.clone_ref(py), self.score).into_pyobject(py)
-    }
-}
-
-#[pymethods]
-impl Revalidated {
-    #[new]
-    fn new(id: Py<PyAny>, record: Py<PyAny>, score: f64) -> Self {
-        Revalidated { id, record, score }
-    }
-
-    fn __len__(&self) -> usize {
-        3
-    }
-
-    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
-        match index {
-            0 | -3 => Ok(self.id.clone_ref(py)),
-            1 | -2 => Ok(self.record.clone_ref(py)),
-            2 | -1 => Ok(self.score.into_pyobject(py)?.into_any().unbind()),
-            _ => Err(PyIndexError::new_err("Revalidated index out of range")),
-        }
-    }
-
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.fields(py)?.try_iter().map(|it| it.into_any())
-    }
-
-    /// {"id", "record", "score"}.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("id", self.id.bind(py))?;
-        d.set_item("record", self.record.bind(py))?;
-        d.set_item("score", self.score)?;
-        Ok(d)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "Revalidated(id={}, record={}, score={})",
-            self.id.bind(py).repr()?,
-            self.record.bind(py).repr()?,
-            self.score.into_pyobject(py)?.repr()?
-        ))
-    }
-
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        match other.cast::<Revalidated>() {
-            Ok(o) => self.fields(py)?.eq(o.get().fields(py)?),
-            Err(_) => Ok(false),
-        }
-    }
-
-    /// The hash of the (id, record, score) tuple: a TypeError when the record is unhashable.
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.fields(py)?.hash()
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        (slf.get_type(), slf.get().fields(slf.py())?).into_pyobject(slf.py())
-    }
-}
-
-/// The live candidates of a batch. Unpacks as ``ids, scores, counts``.
-#[pyclass(frozen, module = "rankfusion._core")]
-pub struct RevalidatedBatch {
-    /// (Q, W) int64, padded with the pad value.
-    #[pyo3(get)]
-    pub ids: Py<PyAny>,
-    /// (Q, W) float64, padded with NaN.
-    #[pyo3(get)]
-    pub scores: Py<PyAny>,
-    /// (Q,) int64: the live candidates kept in each row.
-    #[pyo3(get)]
-    pub counts: Py<PyAny>,
-}
-
-impl RevalidatedBatch {
-    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        (
-            self.ids.clone_ref(py),
-            self.scores.clone_ref(py),
-            self.counts.clone_ref(py),
-        )
-            .into_pyobject(py)
-    }
-}
-
-#[pymethods]
-impl RevalidatedBatch {
-    #[new]
-    fn new(ids: Py<PyAny>, scores: Py<PyAny>, counts: Py<PyAny>) -> Self {
-        RevalidatedBatch {
-            ids,
-            scores,
-            counts,
-        }
-    }
-
-    fn __len__(&self) -> usize {
-        3
-    }
-
-    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        let i = if index < 0 { index + 3 } else { index };
-        if !(0..3).contains(&i) {
-            return Err(PyIndexError::new_err("RevalidatedBatch index out of range"));
-        }
-        self.fields(py)?.get_item(i as usize)
-    }
-
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.fields(py)?.try_iter().map(|it| it.into_any())
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "RevalidatedBatch(ids={}, scores={}, counts={})",
-            self.ids.bind(py).repr()?,
-            self.scores.bind(py).repr()?,
-            self.counts.bind(py).repr()?
-        ))
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        (slf.get_type(), slf.get().fields(slf.py())?).into_pyobject(slf.py())
-    }
 }
 
 // --- pool_size -------------------------------------------------------------------------------------
@@ -270,10 +127,11 @@ fn pair<'py>(
     Ok((items.get_item(0)?, items.get_item(1)?))
 }
 
-/// The candidates' ids (a tuple, for the interner) and scores, checked like the reference.
+/// The candidates' ids (a tuple, for the interner) and scores (float objects), checked like the
+/// reference.
 fn extract_candidates<'py>(
     candidates: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyTuple>, Vec<f64>)> {
+) -> PyResult<(Bound<'py, PyTuple>, Vec<Bound<'py, PyAny>>)> {
     let py = candidates.py();
     let plain =
         candidates.is_exact_instance_of::<PyList>() || candidates.is_exact_instance_of::<PyTuple>();
@@ -298,9 +156,11 @@ fn extract_candidates<'py>(
             )));
         }
         ids.push(id);
-        scores.push(match score.cast_exact::<PyFloat>() {
-            Ok(f) => f.value(),
-            Err(_) => real(&score, &format!("candidates[{i}][1]"))?,
+        // The score as a float object: the candidate's own when it is one.
+        scores.push(if score.is_exact_instance_of::<PyFloat>() {
+            score
+        } else {
+            PyFloat::new(py, real(&score, &format!("candidates[{i}][1]"))?).into_any()
         });
     }
     Ok((PyTuple::new(py, ids)?, scores))
@@ -387,20 +247,16 @@ pub fn revalidate<'py>(
         return Ok(PyList::empty(py));
     }
     let cap = limit.unwrap_or(usize::MAX);
-    let out = PyList::empty(py);
+    let mut out = Vec::new();
     // Keeps a live record unless `where` rejects it; true once `limit` are kept.
-    let keep = |position: usize, record: Bound<'py, PyAny>| -> PyResult<bool> {
+    let mut keep = |position: usize, record: Bound<'py, PyAny>| -> PyResult<bool> {
         if let Some(w) = &r#where {
             if !w.call1((&record,))?.is_truthy()? {
                 return Ok(false);
             }
         }
-        let hit = Revalidated {
-            id: ids.get_item(position)?.unbind(),
-            record: record.unbind(),
-            score: scores[position],
-        };
-        out.append(Py::new(py, hit)?)?;
+        let id = ids.get_item(position)?;
+        out.push(REVALIDATED.make(py, [id, record, scores[position].clone()])?);
         Ok(out.len() >= cap)
     };
 
@@ -450,7 +306,7 @@ pub fn revalidate<'py>(
                         break;
                     }
                 }
-                return Ok(out);
+                return PyList::new(py, out);
             }
             Err(e) if is_exception(py, &e) => {}
             Err(e) => return Err(e),
@@ -471,7 +327,7 @@ pub fn revalidate<'py>(
             break;
         }
     }
-    Ok(out)
+    PyList::new(py, out)
 }
 
 // --- revalidate_batch ------------------------------------------------------------------------------
@@ -579,7 +435,7 @@ pub fn revalidate_batch<'py>(
     is_live: &Bound<'py, PyAny>,
     limit: Option<Bound<'py, PyAny>>,
     pad: Arg<'py>,
-) -> PyResult<RevalidatedBatch> {
+) -> PyResult<Bound<'py, PyAny>> {
     // 1. Arguments, in signature order.
     let ids = matrix(
         ids,
@@ -644,12 +500,12 @@ pub fn revalidate_batch<'py>(
 
 /// The plan (GIL released), ONE `is_live` call, then the per-row compaction (in parallel, GIL
 /// released), and the result arrays.
-fn revalidate_rows<S: Copy + Into<f64> + Sync>(
-    py: Python<'_>,
+fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
+    py: Python<'py>,
     batch: &core::Batch<'_, S>,
-    is_live: &Bound<'_, PyAny>,
+    is_live: &Bound<'py, PyAny>,
     limit: Option<usize>,
-) -> PyResult<RevalidatedBatch> {
+) -> PyResult<Bound<'py, PyAny>> {
     let mut plan = py.detach(|| batch.plan())?;
     let live = if plan.unique.is_empty() || limit == Some(0) {
         Vec::new()
@@ -662,19 +518,16 @@ fn revalidate_rows<S: Copy + Into<f64> + Sync>(
     let out = py.detach(|| core::compact(batch, &plan, &live, limit));
     let shape = (out.counts.len(), out.width);
     let to_py = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
-    Ok(RevalidatedBatch {
-        ids: Array2::from_shape_vec(shape, out.ids)
-            .map_err(to_py)?
-            .into_pyarray(py)
-            .into_any()
-            .unbind(),
-        scores: Array2::from_shape_vec(shape, out.scores)
-            .map_err(to_py)?
-            .into_pyarray(py)
-            .into_any()
-            .unbind(),
-        counts: out.counts.into_pyarray(py).into_any().unbind(),
-    })
+    let ids = Array2::from_shape_vec(shape, out.ids).map_err(to_py)?;
+    let scores = Array2::from_shape_vec(shape, out.scores).map_err(to_py)?;
+    REVALIDATED_BATCH.make(
+        py,
+        [
+            ids.into_pyarray(py).into_any(),
+            scores.into_pyarray(py).into_any(),
+            out.counts.into_pyarray(py).into_any(),
+        ],
+    )
 }
 
 /// The pad value: an int (not bool) that fits in int64.

@@ -3,12 +3,12 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyFloat, PyList, PyTuple};
 
 use super::args::{as_tuple, flag, fusion_params, integer, query_weights, real, Arg};
 use super::errors::fusion_error;
 use super::keys::{exact_ints, PyInterner};
-use super::results::{Contribution, Hit};
+use super::results::{CONTRIBUTION, HIT};
 use crate::error::Error;
 use crate::fusion::params::{self, Params, Plan, TieBreak};
 use crate::fusion::{IdTable, Interned, Rows, Trace, Workspace};
@@ -102,13 +102,51 @@ pub struct Engine {
     trace: Trace,
 }
 
+/// Inputs below this many items are fused without releasing the GIL (releasing and taking it
+/// back costs more than the work).
+const DETACH_MIN_ITEMS: usize = 1 << 14;
+
+thread_local! {
+    /// Engines kept between calls on this thread (their buffers have grown already).
+    static ENGINES: std::cell::RefCell<Vec<Engine>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Engine {
-    pub fn new(trace: bool) -> Self {
-        Engine {
-            ws: Workspace::new(trace),
-            table: IdTable::default(),
-            trace: Trace::default(),
-        }
+    /// An engine of this thread's (a new one when none is free: a key's `__eq__` may call
+    /// `rrf` while an engine is in use).
+    pub fn take(trace: bool) -> Self {
+        let mut engine = ENGINES
+            .with(|e| e.borrow_mut().pop())
+            .unwrap_or_else(|| Engine {
+                ws: Workspace::default(),
+                table: IdTable::default(),
+                trace: Trace::default(),
+            });
+        engine.ws.set_trace(trace);
+        engine
+    }
+
+    /// Gives the engine back for the next call.
+    pub fn give_back(self) {
+        ENGINES.with(|e| {
+            let mut engines = e.borrow_mut();
+            if engines.len() < 4 {
+                engines.push(self);
+            }
+        });
+    }
+
+    /// Fuses one query and builds its page; the engine goes back to the thread's either way.
+    pub fn fuse_once<'py>(
+        trace: bool,
+        py: Python<'py>,
+        query: &Query<'py>,
+        plan: &Plan,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut engine = Engine::take(trace);
+        let out = engine.fuse(py, query, plan, trace);
+        engine.give_back();
+        out
     }
 
     /// Fuses one query and builds its page of hits. Exact-int keys run with the GIL released;
@@ -127,14 +165,16 @@ impl Engine {
             .map(|i| plan.read_len(i, lists[i].len()))
             .collect();
         let Engine { ws, table, .. } = self;
+        let large = read.iter().sum::<usize>() >= DETACH_MIN_ITEMS;
         if let Some(ints) = exact_ints(lists, &read) {
-            py.detach(|| {
+            let mut fuse = || {
                 let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
                 ws.fuse(&mut Rows::new(&rows, None, table), plan)?;
                 ws.rank(plan);
                 Ok(())
-            })
-            .map_err(|e| fusion_error(py, e, lists))?;
+            };
+            let fused = if large { py.detach(fuse) } else { fuse() };
+            fused.map_err(|e| fusion_error(py, e, lists))?;
         } else {
             let mut interner = PyInterner::new(lists);
             let fused = ws.fuse(
@@ -158,8 +198,10 @@ impl Engine {
                         .collect::<PyResult<Vec<_>>>()?;
                     sort_by_key(py, &sorted, group, keys)
                 })?;
-            } else {
+            } else if large {
                 py.detach(|| ws.rank(plan));
+            } else {
+                ws.rank(plan);
             }
         }
         self.hits(py, query, plan, trace)
@@ -177,47 +219,48 @@ impl Engine {
             self.ws.trace(plan, &mut self.trace);
         }
         let page = self.ws.page();
-        let hits = page.iter().enumerate().map(|(j, &id)| {
+        let none = py.None().into_bound(py);
+        let weights: Vec<Bound<'py, PyAny>> = if trace {
+            plan.weights
+                .iter()
+                .map(|&w| PyFloat::new(py, w).into_any())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut hits = Vec::with_capacity(page.len());
+        for (j, &id) in page.iter().enumerate() {
             let (list, position) = self.ws.first_seen(id);
             // SAFETY: (list, position) is a place the scan read.
             let key = unsafe {
                 query.lists[list as usize].get_borrowed_item_unchecked(position as usize)
             };
+            let score = PyFloat::new(py, self.ws.score(id)).into_any();
             let contributions = if trace {
-                let items = self.trace.hit(j).iter().map(|c| {
+                let mut items = Vec::with_capacity(self.trace.hit(j).len());
+                for c in self.trace.hit(j) {
                     let list = c.list as usize;
-                    Contribution {
-                        list_index: list,
-                        rank: c.rank(),
-                        weight: plan.weights[list],
-                        contribution: c.value,
-                        score: query.raw_scores[list]
-                            .as_ref()
-                            .map(|v| v[c.position as usize]),
-                    }
-                });
-                Some(
-                    PyTuple::new(
+                    let raw = query.raw_scores[list]
+                        .as_ref()
+                        .map(|v| v[c.position as usize]);
+                    items.push(CONTRIBUTION.make(
                         py,
-                        items
-                            .map(|c| Py::new(py, c))
-                            .collect::<PyResult<Vec<_>>>()?,
-                    )?
-                    .unbind(),
-                )
+                        [
+                            list.into_pyobject(py)?.into_any(),
+                            c.rank().into_pyobject(py)?.into_any(),
+                            weights[list].clone(),
+                            PyFloat::new(py, c.value).into_any(),
+                            raw.map_or_else(|| none.clone(), |r| PyFloat::new(py, r).into_any()),
+                        ],
+                    )?);
+                }
+                PyTuple::new(py, items)?.into_any()
             } else {
-                None
+                none.clone()
             };
-            Py::new(
-                py,
-                Hit {
-                    key: key.to_owned().unbind(),
-                    score: self.ws.score(id),
-                    contributions,
-                },
-            )
-        });
-        PyList::new(py, hits.collect::<PyResult<Vec<_>>>()?)
+            hits.push(HIT.make(py, [key.to_owned(), score, contributions])?);
+        }
+        PyList::new(py, hits)
     }
 }
 
@@ -334,7 +377,7 @@ pub fn rrf<'py>(
     let raw_scores = extract_raw_scores(scores, &lists)?;
     let trace = trace.or(false, |v| flag(v, "trace"))?;
     let plan = query_plan(&params, lists.len())?;
-    Engine::new(trace).fuse(py, &Query { lists, raw_scores }, &plan, trace)
+    Engine::fuse_once(trace, py, &Query { lists, raw_scores }, &plan)
 }
 
 /// "queries[q]: <message>" for a plain TypeError/ValueError of query q (the reference's rule);
@@ -406,17 +449,22 @@ pub fn rrf_many<'py>(
     if let Some(t) = threads {
         integer(&t, "threads", 1)?;
     }
-    let mut engine = Engine::new(trace);
+    let mut engine = Engine::take(trace);
     let out = PyList::empty(py);
-    for (q, lists) in queries.iter().enumerate() {
-        let mut one = || {
-            let lists = extract_lists(&lists)?;
-            let plan = query_plan(&params, lists.len())?;
-            let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
-            let raw_scores = extract_raw_scores(raw, &lists)?;
-            engine.fuse(py, &Query { lists, raw_scores }, &plan, trace)
-        };
-        out.append(one().map_err(|e| in_query(py, q, e))?)?;
-    }
-    Ok(out)
+    let mut fuse_all = || {
+        for (q, lists) in queries.iter().enumerate() {
+            let mut one = || {
+                let lists = extract_lists(&lists)?;
+                let plan = query_plan(&params, lists.len())?;
+                let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
+                let raw_scores = extract_raw_scores(raw, &lists)?;
+                engine.fuse(py, &Query { lists, raw_scores }, &plan, trace)
+            };
+            out.append(one().map_err(|e| in_query(py, q, e))?)?;
+        }
+        Ok::<_, PyErr>(())
+    };
+    let done = fuse_all();
+    engine.give_back();
+    done.map(|()| out)
 }

@@ -6,15 +6,15 @@
 //! (`crate::trec::fuse`), both with the GIL released.
 
 use pyo3::exceptions::PyValueError;
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::{ffi, Borrowed};
 
 use rayon::prelude::*;
 
 use super::args::integer;
 use super::errors::{core_error, text};
-use super::results::Hit;
+use super::results::HIT;
 use crate::error::Error;
 use crate::fusion::{Duplicates, Params};
 use crate::pool;
@@ -206,16 +206,23 @@ fn run_lines<'py>(
                 return Ok(None);
             };
             let hits = hits.to_tuple();
+            let hit_type = HIT.ty(py)?;
             out.reserve(hits.len() * (qid.len() + tag.len() + 40));
             for (i, item) in hits.iter().enumerate() {
-                let Ok(hit) = item.cast::<Hit>() else {
+                if !item.is_exact_instance(&hit_type) {
+                    return Ok(None);
+                }
+                // SAFETY: a Hit: a struct sequence whose items 0 and 1 are the key and the score.
+                let (key, score) = unsafe {
+                    (
+                        Borrowed::from_ptr(py, ffi::PyStructSequence_GetItem(item.as_ptr(), 0)),
+                        Borrowed::from_ptr(py, ffi::PyStructSequence_GetItem(item.as_ptr(), 1)),
+                    )
+                };
+                let (Some(docid), Ok(score)) = (id_bytes(&key), score.cast::<PyFloat>()) else {
                     return Ok(None);
                 };
-                let hit = hit.get();
-                let Some(docid) = id_bytes(hit.key.bind(py)) else {
-                    return Ok(None);
-                };
-                line(&mut out, i + 1, docid.as_bytes(), hit.score);
+                line(&mut out, i + 1, docid.as_bytes(), score.value());
             }
         }
         Some(scores) => {
