@@ -1,7 +1,7 @@
 """pytest-benchmark suite: rrf_batch, rrf_many, a Python loop of rrf, the reference, a numpy
 baseline and ranx side by side on workloads (i)-(iv) (see workloads.py).
 
-    pytest benches/bench_batch.py -o addopts="" --benchmark-only [--benchmark-columns=min,mean]
+    pytest benches/bench_batch.py --benchmark-only [--benchmark-columns=min,mean]
 
 `extra_info["matches_reference"]` records whether the implementation's result equals the
 reference's on the first queries of the workload (exact for rankfusion; the numpy baseline and

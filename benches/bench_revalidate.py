@@ -1,10 +1,9 @@
 """Candidate revalidation: the Rust core against the pure-Python reference.
 
-    pytest benches/bench_revalidate.py -o addopts="" --benchmark-only --benchmark-group-by=group
+    pytest benches/bench_revalidate.py --benchmark-only --benchmark-group-by=group
     python benches/bench_revalidate.py          # one table of ratios, measured side by side
 
-(pyproject's addopts holds --benchmark-skip so that the default test run skips benchmarks;
-``-o addopts=""`` lifts it.) Each benchmark records in ``extra_info["matches_reference"]``
+(``python -m pytest`` alone runs tests/ only.) Each benchmark records in ``extra_info["matches_reference"]``
 whether the core's result equals the reference's.
 
 Workloads:

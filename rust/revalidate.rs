@@ -1,4 +1,4 @@
-//! Candidate revalidation (SPEC.md, "Candidate revalidation"), in plain Rust.
+//! Candidate revalidation (docs/semantics.md, "Candidate revalidation"), in plain Rust.
 //!
 //! A vector index returns (id, score) candidates that may be stale. Revalidation asks the live store
 //! about them in one batched call and keeps their order. The store is the caller's business (the

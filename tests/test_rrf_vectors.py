@@ -1,7 +1,7 @@
 """Hand-computed vectors for ``rrf``.
 
 Every expected number is written as literal arithmetic, never computed by the code under test. A
-score is the SPEC's canonical sum: the contributions ``w / (k + rank)`` in ascending order of value,
+score is the canonical sum: the contributions ``w / (k + rank)`` in ascending order of value,
 added to 0.0 one at a time; so ``0.0 + 1/12 + 2/11`` because 1/12 < 2/11. ``w / (k + r)`` with
 integer ``k + r`` rounds exactly like the literal ``w / (k + r)`` written here.
 """

@@ -9,8 +9,8 @@ SQLite store and the reference are imported on first use, so that ``import rankf
 ``rankfusion`` command) stays quick.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any, List
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 
 from ._core import (
     BatchResult,
@@ -27,13 +27,13 @@ from ._core import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import _reference as reference
+    from . import reference
     from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
     from .sqlite_store import Document, SQLiteStore
 
 # Attributes imported on first use: name -> (module, attribute or None for the module itself).
 _LAZY = {
-    "reference": ("._reference", None),
+    "reference": (".reference", None),
     "HybridHit": (".hybrid", "HybridHit"),
     "KeywordIndex": (".hybrid", "KeywordIndex"),
     "RecordStore": (".hybrid", "RecordStore"),
@@ -67,15 +67,16 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module_name, attribute = _LAZY[name]
-        module = import_module(module_name, __name__)
-        value = module if attribute is None else getattr(module, attribute)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers see the names imported above, so a typo is an error
 
+    def __getattr__(name):
+        if name in _LAZY:
+            module_name, attribute = _LAZY[name]
+            module = _import_module(module_name, __name__)
+            value = module if attribute is None else getattr(module, attribute)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-def __dir__() -> List[str]:
-    return sorted([*globals(), *_LAZY])
+    def __dir__():
+        return sorted({*__all__, "__version__"})

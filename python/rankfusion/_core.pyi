@@ -1,6 +1,6 @@
 """Type stubs for the Rust core (``rankfusion._core``). Checked by ``mypy.stubtest`` in the tests."""
 
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Optional, final
 
 import numpy as np
@@ -23,8 +23,12 @@ __all__ = [
 ]
 
 @final
-class Contribution:
-    """One counted occurrence of a key: ``weight / (k + rank)`` from list ``list_index``."""
+class Contribution(tuple[int, int, float, float, Optional[float]]):
+    """One counted occurrence of a key: ``weight / (k + rank)`` from list ``list_index``.
+
+    A tuple of its five fields; ``Contribution(list_index, rank, weight, contribution,
+    score=None)`` checks them (list_index an int >= 0, rank an int >= 1, the others reals).
+    """
 
     @property
     def list_index(self) -> int: ...
@@ -45,14 +49,16 @@ class Contribution:
         contribution: float,
         score: Optional[float] = None,
     ) -> Contribution: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, value: object, /) -> bool: ...
-    def __hash__(self) -> int: ...
-    def __reduce__(self) -> tuple[Any, ...]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data; ``score`` only where known."""
 
 @final
-class Hit:
-    """A fused hit: unpacks as ``key, score``; ``contributions`` is None unless ``trace=True``."""
+class Hit(tuple[Any, float]):
+    """A fused hit: the tuple ``(key, score)``; ``contributions`` is None unless ``trace=True``.
+
+    ``Hit(key, score, contributions=None)`` checks its fields (a hashable key, a real score, a
+    tuple of Contribution).
+    """
 
     @property
     def key(self) -> Any: ...
@@ -64,21 +70,16 @@ class Hit:
         cls,
         key: Any,
         score: float,
-        contributions: Optional[tuple[Contribution, ...]] = None,
+        contributions: Optional[Iterable[Contribution]] = None,
     ) -> Hit: ...
-    def __len__(self) -> int: ...
-    def __getitem__(self, key: int, /) -> Any: ...
-    def __iter__(self) -> Iterator[Any]: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, value: object, /) -> bool: ...
-    def __hash__(self) -> int: ...
-    def __reduce__(self) -> tuple[Any, ...]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data: ``key``, ``score`` and, when traced, ``contributions``."""
 
 def rrf(
     lists: Iterable[Iterable[Hashable]],
     *,
     k: float = 60,
-    weights: Optional[Sequence[float]] = None,
+    weights: Optional[Iterable[float]] = None,
     window: Optional[int] = None,
     duplicates: str = "first",
     tie_break: str = "best_rank",
@@ -86,7 +87,7 @@ def rrf(
     limit: Optional[int] = None,
     min_score: Optional[float] = None,
     normalize: bool = False,
-    scores: Optional[Sequence[Optional[Sequence[float]]]] = None,
+    scores: Optional[Iterable[Optional[Iterable[float]]]] = None,
     trace: bool = False,
 ) -> list[Hit]:
     """Reciprocal Rank Fusion of ranked lists (each best first).
@@ -131,8 +132,8 @@ def rrf(
 __all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "revalidate_batch"]
 
 @final
-class Revalidated:
-    """A live candidate: unpacks as ``id, record, score``."""
+class Revalidated(tuple[Any, Any, float]):
+    """A live candidate: the tuple ``(id, record, score)``."""
 
     @property
     def id(self) -> Any: ...
@@ -141,17 +142,11 @@ class Revalidated:
     @property
     def score(self) -> float: ...
     def __new__(cls, id: Any, record: Any, score: float) -> Revalidated: ...
-    def __len__(self) -> int: ...
-    def __getitem__(self, key: int, /) -> Any: ...
-    def __iter__(self) -> Iterator[Any]: ...
     def to_dict(self) -> dict[str, Any]: ...
-    def __eq__(self, value: object, /) -> bool: ...
-    def __hash__(self) -> int: ...
-    def __reduce__(self) -> tuple[Any, ...]: ...
 
 @final
-class RevalidatedBatch:
-    """The live candidates of a batch: unpacks as ``ids, scores, counts``."""
+class RevalidatedBatch(tuple[Any, Any, Any]):
+    """The live candidates of a batch: the tuple ``(ids, scores, counts)``."""
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
@@ -163,10 +158,6 @@ class RevalidatedBatch:
     def counts(self) -> npt.NDArray[np.int64]:
         """(Q,) int64: the live candidates kept in each row."""
     def __new__(cls, ids: Any, scores: Any, counts: Any) -> RevalidatedBatch: ...
-    def __len__(self) -> int: ...
-    def __getitem__(self, key: int, /) -> Any: ...
-    def __iter__(self) -> Iterator[Any]: ...
-    def __reduce__(self) -> tuple[Any, ...]: ...
 
 def pool_size(limit: int, filtering: str, multiplier: int = 3) -> int:
     """``limit`` for ``"pre"`` filtering, else ``limit * multiplier``."""
@@ -195,8 +186,8 @@ def revalidate_batch(
 # --- Batched fusion ----------------------------------------------------------------------------
 
 @final
-class BatchResult:
-    """The result of ``rrf_batch``: unpacks as ``ids, scores, counts``."""
+class BatchResult(tuple[Any, Any, Any]):
+    """The result of ``rrf_batch``: the tuple ``(ids, scores, counts)``."""
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
@@ -221,17 +212,13 @@ class BatchResult:
         ranks: Any = None,
         contributions: Any = None,
     ) -> BatchResult: ...
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: int, /) -> Any: ...
-    def __iter__(self) -> Iterator[Any]: ...
-    def __reduce__(self) -> tuple[Any, ...]: ...
 
 def rrf_batch(
     lists: Iterable[Any],
     *,
     pad: int = -1,
     k: float = 60,
-    weights: Optional[Sequence[float]] = None,
+    weights: Optional[Iterable[float]] = None,
     window: Optional[int] = None,
     duplicates: str = "first",
     tie_break: str = "best_rank",
@@ -248,7 +235,7 @@ def rrf_many(
     queries: Iterable[Iterable[Iterable[Hashable]]],
     *,
     k: float = 60,
-    weights: Optional[Sequence[float]] = None,
+    weights: Optional[Iterable[float]] = None,
     window: Optional[int] = None,
     duplicates: str = "first",
     tie_break: str = "best_rank",
@@ -256,7 +243,7 @@ def rrf_many(
     limit: Optional[int] = None,
     min_score: Optional[float] = None,
     normalize: bool = False,
-    scores: Optional[Sequence[Any]] = None,
+    scores: Optional[Iterable[Any]] = None,
     trace: bool = False,
     threads: Optional[int] = None,
 ) -> list[list[Hit]]:

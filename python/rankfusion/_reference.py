@@ -1,10 +1,12 @@
-"""The reference implementation: SPEC.md written as plain Python.
+"""The reference implementation: docs/semantics.md written as plain Python.
 
 Read this file to learn what rankfusion computes. The Rust core (``rankfusion._core``) must return
 exactly what these functions return -- the same keys, in the same order, with bit-identical float64
 scores -- and raise the same exception types; the differential tests check that with Hypothesis.
 
-Nothing here is optimised. Every step is written the way the specification states it.
+Nothing here is optimised. Every step is written the way the contract states it. Sections:
+result types; argument checking; Reciprocal Rank Fusion (``rrf``, ``rrf_many``, ``rrf_batch``);
+candidate revalidation (``revalidate``, ``pool_size``, ``revalidate_batch``).
 """
 
 from __future__ import annotations
@@ -15,21 +17,33 @@ import numbers
 import operator
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, NamedTuple, Optional, Sequence
 
-import numpy as np
-
-__all__ = ["Contribution", "Hit", "rrf"]
+__all__ = [
+    "BatchResult",
+    "Contribution",
+    "Hit",
+    "Revalidated",
+    "RevalidatedBatch",
+    "canonical_sum",
+    "pool_size",
+    "revalidate",
+    "revalidate_batch",
+    "rrf",
+    "rrf_batch",
+    "rrf_many",
+]
 
 DUPLICATES = ("first", "sum", "error")
 TIE_BREAKS = ("best_rank", "key")
 
 
-# --- result types -----------------------------------------------------------------------------
+# === Result types =================================================================================
+# Tuples with names: each compares, hashes and unpacks as the tuple of its first fields; any
+# further field (Hit.contributions, BatchResult.ranks) is an attribute only.
 
 
-@dataclass(frozen=True)
-class Contribution:
+class Contribution(NamedTuple):
     """One counted occurrence of a key: ``weight / (k + rank)`` from list ``list_index``."""
 
     list_index: int
@@ -39,33 +53,29 @@ class Contribution:
     score: Optional[float] = None  # the list's own raw score, when the caller passed it
 
     def to_dict(self) -> dict:
-        d = {
-            "list_index": self.list_index,
-            "rank": self.rank,
-            "weight": self.weight,
-            "contribution": self.contribution,
-        }
-        if self.score is not None:
-            d["score"] = self.score
+        d = self._asdict()
+        if self.score is None:
+            del d["score"]
         return d
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A fused hit. Unpacks as ``key, score``; ``contributions`` is None unless ``trace=True``."""
+class Hit(tuple):
+    """A fused hit: the tuple ``(key, score)``; ``contributions`` is None unless ``trace=True``."""
 
-    key: Any
-    score: float
-    contributions: Optional[tuple] = None
+    def __new__(cls, key: Any, score: float, contributions: Optional[tuple] = None) -> Hit:
+        hit = super().__new__(cls, (key, score))
+        hit.contributions = contributions
+        return hit
 
-    def __iter__(self):
-        return iter((self.key, self.score))
+    key = property(operator.itemgetter(0))
+    score = property(operator.itemgetter(1))
 
-    def __len__(self) -> int:
-        return 2
+    def __reduce__(self):
+        return (type(self), (self.key, self.score, self.contributions))
 
-    def __getitem__(self, index):
-        return (self.key, self.score)[index]
+    def __repr__(self) -> str:
+        traced = "" if self.contributions is None else f", contributions={self.contributions!r}"
+        return f"Hit(key={self.key!r}, score={self.score!r}{traced})"
 
     def to_dict(self) -> dict:
         d = {"key": self.key, "score": self.score}
@@ -74,9 +84,49 @@ class Hit:
         return d
 
 
-# --- argument checking ------------------------------------------------------------------------
-# Order matters: both implementations check the arguments in the same order, so that a call with
-# several bad arguments raises the same exception type from both.
+class BatchResult(tuple):
+    """The result of ``rrf_batch``: the tuple ``(ids, scores, counts)``.
+
+    ``ids`` (Q, W) int64 padded with the pad value, ``scores`` (Q, W) float64 padded with NaN,
+    ``counts`` (Q,) int64 real hits per row. With ``trace=True``: ``ranks`` (Q, W, L) int32, the
+    best (first counted) rank of the hit in list l, 0 where absent, and ``contributions``
+    (Q, W, L) float64, the canonical sum of the hit's contributions from list l (its one
+    contribution unless duplicates="sum"), 0.0 where absent; both None otherwise.
+    """
+
+    def __new__(cls, ids, scores, counts, ranks=None, contributions=None) -> BatchResult:
+        result = super().__new__(cls, (ids, scores, counts))
+        result.ranks, result.contributions = ranks, contributions
+        return result
+
+    ids = property(operator.itemgetter(0))
+    scores = property(operator.itemgetter(1))
+    counts = property(operator.itemgetter(2))
+
+
+class Revalidated(NamedTuple):
+    """A live candidate: the tuple ``(id, record, score)``."""
+
+    id: Any
+    record: Any
+    score: float
+
+    def to_dict(self) -> dict:
+        return self._asdict()
+
+
+class RevalidatedBatch(NamedTuple):
+    """The live candidates of a batch: ``ids`` (Q, W) int64 padded with the pad value,
+    ``scores`` (Q, W) float64 padded with NaN, ``counts`` (Q,) int64 kept per row."""
+
+    ids: Any
+    scores: Any
+    counts: Any
+
+
+# === Argument checking ============================================================================
+# Order matters: both implementations check the arguments in signature order, so that a call
+# with several bad arguments raises the same exception from both. Nothing here reads a list item.
 
 
 def _as_list(value: Any, name: str) -> list:
@@ -129,27 +179,68 @@ def _flag(value: Any, name: str) -> bool:
     return value
 
 
-def canonical_sum(values: Iterable[float]) -> float:
-    """The SPEC's summation: ascending order of value, from 0.0, one float64 addition at a time.
-
-    Because the order depends only on the values, any permutation of the same values (lists given
-    in another order, say) gives bit-identical results.
-    """
-    total = 0.0
-    for v in sorted(values):
-        total += v
-    return total
+def _int64(value: Any, name: str) -> int:
+    """An integer (anything with __index__, not bool) that fits in int64."""
+    n = _integer(value, name, -(2**63))
+    if n > 2**63 - 1:
+        raise ValueError(f"{name} must fit in int64, got {n}")
+    return n
 
 
-def _sorted_by_key(tied: Iterable[tuple]) -> list:
-    """Tied (sum, Hit) pairs by key, ascending. Only tied keys are ever compared."""
+def _pair(value: Any, name: str) -> list:
+    """One candidate: an iterable of exactly two items (str/bytes are not pairs)."""
+    bad = f"{name} must be an (id, score) pair, got {type(value).__name__} {value!r}"
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(bad)
     try:
-        return sorted(tied, key=lambda pair: pair[1].key)
-    except TypeError as e:
-        raise TypeError(f"tie_break='key': tied keys cannot be compared ({e})") from e
+        iterator = iter(value)
+    except TypeError:
+        raise TypeError(bad) from None
+    pair = list(iterator)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be an (id, score) pair, got {len(pair)} items")
+    return pair
 
 
-# --- Reciprocal Rank Fusion -------------------------------------------------------------------
+def _id_matrix(value: Any, name: str) -> Any:
+    """A 2-D integer array whose dtype widens to int64 without loss, as an int64 copy.
+
+    Not an ndarray: converted by ``numpy.asarray`` (a ragged nesting is a ValueError). Accepted
+    dtypes: int8..int64 and uint8..uint32 (uint64 and bool are not: a TypeError), any layout.
+    """
+    import numpy as np
+
+    if not isinstance(value, np.ndarray):
+        try:
+            value = np.asarray(value)
+        except ValueError as e:
+            raise ValueError(f"{name} is not a 2-D integer array: {e}") from None
+    dtype = value.dtype
+    if dtype.kind not in "iu" or not np.can_cast(dtype, np.int64, casting="safe"):
+        raise TypeError(f"{name} must be an integer array that widens to int64, got dtype {dtype}")
+    if value.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array (queries, candidates), got shape {value.shape}"
+        )
+    return value.astype(np.int64)
+
+
+def _matrix(value: Any, name: str, kinds: str, what: str):
+    """A 2-D numpy array whose dtype kind is one of ``kinds`` (checked before the shape)."""
+    import numpy as np
+
+    try:
+        array = np.asarray(value)
+    except ValueError as e:  # a ragged nested list
+        raise ValueError(f"{name} must be a 2-D array: {e}") from None
+    dtype = array.dtype
+    if dtype.kind not in kinds:
+        raise TypeError(f"{name} must be {what}, got dtype {dtype}")
+    if array.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array (queries, candidates), got shape {array.shape}"
+        )
+    return array
 
 
 @dataclass(frozen=True)
@@ -220,6 +311,29 @@ def _options(
     )
 
 
+# === Reciprocal Rank Fusion =======================================================================
+
+
+def canonical_sum(values: Iterable[float]) -> float:
+    """The canonical sum: ascending order of value, from 0.0, one float64 addition at a time.
+
+    Because the order depends only on the values, any permutation of the same values (lists given
+    in another order, say) gives bit-identical results.
+    """
+    total = 0.0
+    for v in sorted(values):
+        total += v
+    return total
+
+
+def _sorted_by_key(tied: Iterable[tuple]) -> list:
+    """Tied (sum, Hit) pairs by key, ascending. Only tied keys are ever compared."""
+    try:
+        return sorted(tied, key=lambda pair: pair[1].key)
+    except TypeError as e:
+        raise TypeError(f"tie_break='key': tied keys cannot be compared ({e})") from e
+
+
 def rrf(
     lists: Iterable[Iterable[Hashable]],
     *,
@@ -235,7 +349,7 @@ def rrf(
     scores: Optional[Sequence[Optional[Sequence[float]]]] = None,
     trace: bool = False,
 ) -> list:
-    """Reciprocal Rank Fusion of ranked lists (best first). See SPEC.md and ``rankfusion.rrf``."""
+    """Reciprocal Rank Fusion of ranked lists (best first). See docs/semantics.md and ``rankfusion.rrf``."""
     # 1. Arguments, in signature order.
     lists = [_as_list(lst, f"lists[{i}]") for i, lst in enumerate(_as_list(lists, "lists"))]
     n = len(lists)
@@ -324,321 +438,6 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
     return [h for _, h in hits[o.offset : end]]
 
 
-# === Candidate revalidation ======================================================================
-# SPEC.md, "Candidate revalidation". A vector index returns (id, score) candidates that may be
-# stale (soft-deleted, missing, failing a filter the index could not apply); revalidation hydrates
-# them against the live store in one batched call and keeps their order. This section is
-# self-contained: its names are added to ``__all__`` here.
-
-__all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "revalidate_batch"]
-
-
-@dataclass(frozen=True)
-class Revalidated:
-    """A live candidate. Unpacks as ``id, record, score``."""
-
-    id: Any
-    record: Any
-    score: float
-
-    def __iter__(self):
-        return iter((self.id, self.record, self.score))
-
-    def __len__(self) -> int:
-        return 3
-
-    def __getitem__(self, index):
-        return (self.id, self.record, self.score)[index]
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "record": self.record, "score": self.score}
-
-
-@dataclass(frozen=True, eq=False)
-class RevalidatedBatch:
-    """The live candidates of a batch. Unpacks as ``ids, scores, counts``.
-
-    ``ids`` (Q, W) int64 padded with the pad value, ``scores`` (Q, W) float64 padded with NaN,
-    ``counts`` (Q,) int64: the number of live candidates kept in each row.
-    """
-
-    ids: Any
-    scores: Any
-    counts: Any
-
-    def __iter__(self):
-        return iter((self.ids, self.scores, self.counts))
-
-    def __len__(self) -> int:
-        return 3
-
-    def __getitem__(self, index):
-        return (self.ids, self.scores, self.counts)[index]
-
-
-def pool_size(limit: int, filtering: str, multiplier: int = 3) -> int:
-    """How many candidates to ask a vector index for, to end with ``limit`` after filtering.
-
-    ``limit`` when the index filters before the scan (``"pre"``); ``limit * multiplier`` for
-    ``"post"``, ``"none"`` and anything else (fail safe: widen the pool, filter in-engine).
-    ``limit`` is an int >= 0, ``multiplier`` an int >= 1.
-    """
-    limit = _integer(limit, "limit", 0)
-    multiplier = _integer(multiplier, "multiplier", 1)
-    if isinstance(filtering, str) and filtering == "pre":
-        return limit
-    return limit * multiplier
-
-
-def _pair(value: Any, name: str) -> list:
-    """One candidate: an iterable of exactly two items (str/bytes are not pairs)."""
-    bad = f"{name} must be an (id, score) pair, got {type(value).__name__} {value!r}"
-    if isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(bad)
-    try:
-        iterator = iter(value)
-    except TypeError:
-        raise TypeError(bad) from None
-    pair = list(iterator)
-    if len(pair) != 2:
-        raise ValueError(f"{name} must be an (id, score) pair, got {len(pair)} items")
-    return pair
-
-
-def revalidate(
-    candidates: Iterable[tuple[Hashable, float]],
-    lookup: Any,
-    *,
-    where: Callable[[Any], Any] | None = None,
-    limit: int | None = None,
-) -> list:
-    """The live candidates, as (id, record, score) triples, in input order. See SPEC.md.
-
-    Where SPEC.md is silent: candidates are (id, score) pairs, never a Mapping; ids are hashable;
-    scores are real numbers carried as float (NaN included), never compared. ``lookup`` needs
-    ``get`` (a Mapping has one); ``get_many`` must return a Mapping (TypeError otherwise: a bug of
-    the lookup, not a failure to fall back on). ``where`` gets the record; its exceptions
-    propagate. ``limit`` is None or an int >= 0, and the walk stops once ``limit`` are kept.
-    """
-    # 1. Arguments, in signature order.
-    if isinstance(candidates, Mapping):
-        raise TypeError(
-            "candidates must be an iterable of (id, score) pairs, not a mapping "
-            f"({type(candidates).__name__}): pass mapping.items()"
-        )
-    ids, scores = [], []
-    for i, candidate in enumerate(_as_list(candidates, "candidates")):
-        id, score = _pair(candidate, f"candidates[{i}]")
-        if not isinstance(id, Hashable):
-            raise TypeError(f"candidates[{i}][0] is not hashable: {id!r}")
-        ids.append(id)
-        scores.append(_real(score, f"candidates[{i}][1]", finite=False))  # carried, never compared
-    get = getattr(lookup, "get", None)
-    if not callable(get):
-        raise TypeError(
-            f"lookup must have a get(id) method (or be a Mapping), got {type(lookup).__name__}"
-        )
-    get_many = getattr(lookup, "get_many", None)
-    if get_many is not None and not callable(get_many):
-        raise TypeError(f"lookup.get_many must be callable, got {type(get_many).__name__}")
-    if where is not None and not callable(where):
-        raise TypeError(f"where must be callable or None, got {type(where).__name__} {where!r}")
-    if limit is not None:
-        limit = _integer(limit, "limit", 0)
-
-    # 2. The plan: the ids de-duplicated in first-seen order (dict semantics: 1 == 1.0 == True).
-    unique = list(dict.fromkeys(ids))
-    if not unique or limit == 0:
-        return []  # nothing to look up: the lookup is not called at all
-
-    # 3. Batch path: ONE call with the unique ids. An Exception raised by it falls back to the
-    #    per-id path; a BaseException (KeyboardInterrupt, SystemExit) propagates.
-    record_of = None
-    if get_many is not None:
-        try:
-            found = get_many(list(unique))
-        except Exception:  # noqa: BLE001, S110 -- SPEC: any Exception falls back to get()
-            pass
-        else:
-            if not isinstance(found, Mapping):
-                raise TypeError(
-                    "lookup.get_many must return a mapping id -> record or None, "
-                    f"got {type(found).__name__}"
-                )
-            record_of = {u: found.get(u) for u in unique}  # ids nobody asked for are ignored
-
-    # 4. The rebuild, in input order: every occurrence of a duplicate keeps its own score. The
-    #    per-id path calls get() once per candidate; an exception or None drops the candidate.
-    #    `where` is called on each live record in turn; the walk stops once `limit` are kept.
-    out = []
-    for id, score in zip(ids, scores):
-        if record_of is not None:
-            record = record_of[id]
-        else:
-            try:
-                record = get(id)
-            except Exception:  # noqa: BLE001, S112 -- SPEC: an erroring id is dropped
-                continue
-        if record is None:
-            continue
-        if where is not None and not where(record):
-            continue
-        out.append(Revalidated(id, record, score))
-        if len(out) == limit:
-            break
-    return out
-
-
-def _matrix(value: Any, name: str, kinds: str, what: str):
-    """A 2-D numpy array whose dtype kind is one of ``kinds`` (checked before the shape)."""
-    import numpy as np
-
-    try:
-        array = np.asarray(value)
-    except ValueError as e:  # a ragged nested list
-        raise ValueError(f"{name} must be a 2-D array: {e}") from None
-    dtype = array.dtype
-    if dtype.kind not in kinds:
-        raise TypeError(f"{name} must be {what}, got dtype {dtype}")
-    if array.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D array (queries, candidates), got shape {array.shape}"
-        )
-    return array
-
-
-def revalidate_batch(
-    ids: Any, scores: Any, is_live: Any, *, limit: int | None = None, pad: int = -1
-):
-    """The live candidates of Q queries at once. See SPEC.md and ``rankfusion.revalidate_batch``.
-
-    Where SPEC.md is silent: ids of any integer dtype whose values fit in int64; scores of any integer or
-    float dtype, as float64; ``is_live`` must answer a bool array of one entry per id and is not
-    called when there is no id or ``limit`` is 0; the width is ``min(limit, P)``, or the largest
-    count without a limit.
-    """
-    import numpy as np
-
-    # 1. Arguments, in signature order.
-    ids = _matrix(ids, "ids", "iu", "an integer array (an integer dtype that fits in int64)")
-    if ids.dtype == np.uint64 and ids.size and ids.max() > 2**63 - 1:
-        raise ValueError(f"ids must fit in int64, got {ids.max()!r}")
-    scores = _matrix(scores, "scores", "iuf", "a real array (integer or float dtype)")
-    if scores.shape != ids.shape:
-        raise ValueError(f"scores has shape {scores.shape} but ids has shape {ids.shape}")
-    if not callable(is_live):
-        raise TypeError(f"is_live must be callable, got {type(is_live).__name__} {is_live!r}")
-    if limit is not None:
-        limit = _integer(limit, "limit", 0)
-    if isinstance(pad, bool) or not hasattr(type(pad), "__index__"):
-        raise TypeError(f"pad must be an int, got {type(pad).__name__} {pad!r}")
-    pad = operator.index(pad)
-    if not -(2**63) <= pad < 2**63:
-        raise ValueError(f"pad must fit in int64, got {pad}")
-    rows = ids.astype(np.int64).tolist()
-    score_rows = scores.astype(np.float64).tolist()
-
-    # 2. ONE is_live call with the unique ids of the whole batch, first seen row by row; pads are
-    #    never passed. No ids (or limit=0): no call.
-    unique = list(dict.fromkeys(x for row in rows for x in row if x != pad))
-    alive = set()
-    if unique and limit != 0:
-        answer = np.asarray(is_live(np.array(unique, dtype=np.int64)))
-        if answer.dtype != np.bool_:
-            raise TypeError(f"is_live must return a boolean array, got dtype {answer.dtype}")
-        if answer.shape != (len(unique),):
-            raise ValueError(
-                f"is_live must return one bool per id ({len(unique)}), got shape {answer.shape}"
-            )
-        alive = {x for x, ok in zip(unique, answer.tolist()) if ok}
-
-    # 3. Row q keeps its live candidates in input order, truncated to limit.
-    kept = [
-        [(x, s) for x, s in zip(row, row_scores) if x != pad and x in alive][:limit]
-        for row, row_scores in zip(rows, score_rows)
-    ]
-
-    # 4. Padded like rrf_batch: ids with the pad value, scores with NaN. The width is the limit
-    #    (at most the number of candidates per row), or the largest count without one.
-    n_rows, n_cols = ids.shape
-    width = min(limit, n_cols) if limit is not None else max(map(len, kept), default=0)
-    out_ids = np.full((n_rows, width), pad, dtype=np.int64)
-    out_scores = np.full((n_rows, width), np.nan)
-    counts = np.zeros(n_rows, dtype=np.int64)
-    for q, row in enumerate(kept):
-        counts[q] = len(row)
-        out_ids[q, : len(row)] = [x for x, _ in row]
-        out_scores[q, : len(row)] = [s for _, s in row]
-    return RevalidatedBatch(out_ids, out_scores, counts)
-
-
-# === end of Candidate revalidation ===============================================================
-
-
-# ==============================================================================================
-# Batched fusion: rrf_batch over (queries x candidates) id arrays, rrf_many over many queries.
-# SPEC.md, "Batched fusion over arrays". Everything above this line is untouched by this section.
-# ==============================================================================================
-
-__all__ += ["BatchResult", "rrf_batch", "rrf_many"]
-
-
-@dataclass(frozen=True, eq=False)
-class BatchResult:
-    """The result of ``rrf_batch``; unpacks as ``ids, scores, counts``.
-
-    ``ids`` (Q, W) int64 padded with the pad value, ``scores`` (Q, W) float64 padded with NaN,
-    ``counts`` (Q,) int64 real hits per row. With ``trace=True``: ``ranks`` (Q, W, L) int32, the
-    best (first counted) rank of the hit in list l, 0 where absent, and ``contributions``
-    (Q, W, L) float64, the canonical sum of the hit's contributions from list l (its one
-    contribution unless duplicates="sum"), 0.0 where absent; both None otherwise.
-    """
-
-    ids: Any
-    scores: Any
-    counts: Any
-    ranks: Any = None
-    contributions: Any = None
-
-    def __iter__(self):
-        return iter((self.ids, self.scores, self.counts))
-
-    def __len__(self) -> int:
-        return 3
-
-    def __getitem__(self, index):
-        return (self.ids, self.scores, self.counts)[index]
-
-
-def _int64(value: Any, name: str) -> int:
-    """An integer (anything with __index__, not bool) that fits in int64."""
-    n = _integer(value, name, -(2**63))
-    if n > 2**63 - 1:
-        raise ValueError(f"{name} must fit in int64, got {n}")
-    return n
-
-
-def _id_matrix(value: Any, name: str) -> Any:
-    """A 2-D integer array whose dtype widens to int64 without loss, as an int64 copy.
-
-    Not an ndarray: converted by ``numpy.asarray`` (a ragged nesting is a ValueError). Accepted
-    dtypes: int8..int64 and uint8..uint32 (uint64 and bool are not: a TypeError), any layout.
-    """
-    if not isinstance(value, np.ndarray):
-        try:
-            value = np.asarray(value)
-        except ValueError as e:
-            raise ValueError(f"{name} is not a 2-D integer array: {e}") from None
-    dtype = value.dtype
-    if dtype.kind not in "iu" or not np.can_cast(dtype, np.int64, casting="safe"):
-        raise TypeError(f"{name} must be an integer array that widens to int64, got dtype {dtype}")
-    if value.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D array (queries, candidates), got shape {value.shape}"
-        )
-    return value.astype(np.int64)
-
-
 def rrf_batch(
     lists: Iterable[Any],
     *,
@@ -663,6 +462,8 @@ def rrf_batch(
     keys a row can hold). An error in row q is raised as "row q: <rrf's message>", the first row
     in order that has one. ``threads`` only bounds the parallelism of the core; here it is checked.
     """
+    import numpy as np
+
     # 1. Arguments, in signature order.
     arrays = []
     for i, value in enumerate(_as_list(lists, "lists")):
@@ -772,3 +573,172 @@ def rrf_many(
             raise type(e)(f"queries[{q}]: {e}") from None
         results.append(hits)
     return results
+
+
+# === Candidate revalidation =======================================================================
+# A vector index returns (id, score) candidates that may be stale (soft-deleted, missing, failing
+# a filter the index could not apply); revalidation hydrates them against the live store in one
+# batched call and keeps their order.
+
+
+def pool_size(limit: int, filtering: str, multiplier: int = 3) -> int:
+    """How many candidates to ask a vector index for, to end with ``limit`` after filtering.
+
+    ``limit`` when the index filters before the scan (``"pre"``); ``limit * multiplier`` for
+    ``"post"``, ``"none"`` and anything else (fail safe: widen the pool, filter in-engine).
+    ``limit`` is an int >= 0, ``multiplier`` an int >= 1.
+    """
+    limit = _integer(limit, "limit", 0)
+    multiplier = _integer(multiplier, "multiplier", 1)
+    if isinstance(filtering, str) and filtering == "pre":
+        return limit
+    return limit * multiplier
+
+
+def revalidate(
+    candidates: Iterable[tuple[Hashable, float]],
+    lookup: Any,
+    *,
+    where: Callable[[Any], Any] | None = None,
+    limit: int | None = None,
+) -> list:
+    """The live candidates, as (id, record, score) triples, in input order. See docs/semantics.md.
+
+    candidates are (id, score) pairs, never a Mapping; ids are hashable;
+    scores are real numbers carried as float (NaN included), never compared. ``lookup`` needs
+    ``get`` (a Mapping has one); ``get_many`` must return a Mapping (TypeError otherwise: a bug of
+    the lookup, not a failure to fall back on). ``where`` gets the record; its exceptions
+    propagate. ``limit`` is None or an int >= 0, and the walk stops once ``limit`` are kept.
+    """
+    # 1. Arguments, in signature order.
+    if isinstance(candidates, Mapping):
+        raise TypeError(
+            "candidates must be an iterable of (id, score) pairs, not a mapping "
+            f"({type(candidates).__name__}): pass mapping.items()"
+        )
+    ids, scores = [], []
+    for i, candidate in enumerate(_as_list(candidates, "candidates")):
+        id, score = _pair(candidate, f"candidates[{i}]")
+        if not isinstance(id, Hashable):
+            raise TypeError(f"candidates[{i}][0] is not hashable: {id!r}")
+        ids.append(id)
+        scores.append(_real(score, f"candidates[{i}][1]", finite=False))  # carried, never compared
+    get = getattr(lookup, "get", None)
+    if not callable(get):
+        raise TypeError(
+            f"lookup must have a get(id) method (or be a Mapping), got {type(lookup).__name__}"
+        )
+    get_many = getattr(lookup, "get_many", None)
+    if get_many is not None and not callable(get_many):
+        raise TypeError(f"lookup.get_many must be callable, got {type(get_many).__name__}")
+    if where is not None and not callable(where):
+        raise TypeError(f"where must be callable or None, got {type(where).__name__} {where!r}")
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+
+    # 2. The plan: the ids de-duplicated in first-seen order (dict semantics: 1 == 1.0 == True).
+    unique = list(dict.fromkeys(ids))
+    if not unique or limit == 0:
+        return []  # nothing to look up: the lookup is not called at all
+
+    # 3. Batch path: ONE call with the unique ids. An Exception raised by it falls back to the
+    #    per-id path; a BaseException (KeyboardInterrupt, SystemExit) propagates.
+    record_of = None
+    if get_many is not None:
+        try:
+            found = get_many(list(unique))
+        except Exception:  # noqa: BLE001, S110 -- any Exception falls back to get()
+            pass
+        else:
+            if not isinstance(found, Mapping):
+                raise TypeError(
+                    "lookup.get_many must return a mapping id -> record or None, "
+                    f"got {type(found).__name__}"
+                )
+            record_of = {u: found.get(u) for u in unique}  # ids nobody asked for are ignored
+
+    # 4. The rebuild, in input order: every occurrence of a duplicate keeps its own score. The
+    #    per-id path calls get() once per candidate; an exception or None drops the candidate.
+    #    `where` is called on each live record in turn; the walk stops once `limit` are kept.
+    out = []
+    for id, score in zip(ids, scores):
+        if record_of is not None:
+            record = record_of[id]
+        else:
+            try:
+                record = get(id)
+            except Exception:  # noqa: BLE001, S112 -- an erroring id is dropped
+                continue
+        if record is None:
+            continue
+        if where is not None and not where(record):
+            continue
+        out.append(Revalidated(id, record, score))
+        if len(out) == limit:
+            break
+    return out
+
+
+def revalidate_batch(
+    ids: Any, scores: Any, is_live: Any, *, limit: int | None = None, pad: int = -1
+):
+    """The live candidates of Q queries at once. See docs/semantics.md and ``rankfusion.revalidate_batch``.
+
+    ids of any integer dtype whose values fit in int64; scores of any integer or
+    float dtype, as float64; ``is_live`` must answer a bool array of one entry per id and is not
+    called when there is no id or ``limit`` is 0; the width is ``min(limit, P)``, or the largest
+    count without a limit.
+    """
+    import numpy as np
+
+    # 1. Arguments, in signature order.
+    ids = _matrix(ids, "ids", "iu", "an integer array (an integer dtype that fits in int64)")
+    if ids.dtype == np.uint64 and ids.size and ids.max() > 2**63 - 1:
+        raise ValueError(f"ids must fit in int64, got {ids.max()!r}")
+    scores = _matrix(scores, "scores", "iuf", "a real array (integer or float dtype)")
+    if scores.shape != ids.shape:
+        raise ValueError(f"scores has shape {scores.shape} but ids has shape {ids.shape}")
+    if not callable(is_live):
+        raise TypeError(f"is_live must be callable, got {type(is_live).__name__} {is_live!r}")
+    if limit is not None:
+        limit = _integer(limit, "limit", 0)
+    if isinstance(pad, bool) or not hasattr(type(pad), "__index__"):
+        raise TypeError(f"pad must be an int, got {type(pad).__name__} {pad!r}")
+    pad = operator.index(pad)
+    if not -(2**63) <= pad < 2**63:
+        raise ValueError(f"pad must fit in int64, got {pad}")
+    rows = ids.astype(np.int64).tolist()
+    score_rows = scores.astype(np.float64).tolist()
+
+    # 2. ONE is_live call with the unique ids of the whole batch, first seen row by row; pads are
+    #    never passed. No ids (or limit=0): no call.
+    unique = list(dict.fromkeys(x for row in rows for x in row if x != pad))
+    alive = set()
+    if unique and limit != 0:
+        answer = np.asarray(is_live(np.array(unique, dtype=np.int64)))
+        if answer.dtype != np.bool_:
+            raise TypeError(f"is_live must return a boolean array, got dtype {answer.dtype}")
+        if answer.shape != (len(unique),):
+            raise ValueError(
+                f"is_live must return one bool per id ({len(unique)}), got shape {answer.shape}"
+            )
+        alive = {x for x, ok in zip(unique, answer.tolist()) if ok}
+
+    # 3. Row q keeps its live candidates in input order, truncated to limit.
+    kept = [
+        [(x, s) for x, s in zip(row, row_scores) if x != pad and x in alive][:limit]
+        for row, row_scores in zip(rows, score_rows)
+    ]
+
+    # 4. Padded like rrf_batch: ids with the pad value, scores with NaN. The width is the limit
+    #    (at most the number of candidates per row), or the largest count without one.
+    n_rows, n_cols = ids.shape
+    width = min(limit, n_cols) if limit is not None else max(map(len, kept), default=0)
+    out_ids = np.full((n_rows, width), pad, dtype=np.int64)
+    out_scores = np.full((n_rows, width), np.nan)
+    counts = np.zeros(n_rows, dtype=np.int64)
+    for q, row in enumerate(kept):
+        counts[q] = len(row)
+        out_ids[q, : len(row)] = [x for x, _ in row]
+        out_scores[q, : len(row)] = [s for _, s in row]
+    return RevalidatedBatch(out_ids, out_scores, counts)

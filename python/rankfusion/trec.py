@@ -115,10 +115,15 @@ class Ranking(NamedTuple):
 
 
 Run = Dict[str, Ranking]
-"""A run: ``{qid: Ranking}``, queries in the order they first appear."""
+Run.__doc__ = """A run: a plain ``dict`` ``{qid: Ranking}``, queries in the order they first appear
+in the file. Each :class:`Ranking` holds the query's doc ids and raw scores, best first (by default
+ranked as trec_eval ranks them: score descending, ties by doc id descending). Made by
+:func:`read_run` and :func:`from_dict`; written by :func:`write_run`; fused by :func:`fuse`."""
 
 Qrels = Dict[str, Dict[str, int]]
-"""Relevance judgments: ``{qid: {docid: gain}}``."""
+Qrels.__doc__ = """Relevance judgments: a plain ``dict`` ``{qid: {docid: gain}}`` with integer gains
+(trec_eval's: > 0 relevant), queries and docs in the order of the file's lines. Made by
+:func:`read_qrels`; written by :func:`write_qrels`; used by :func:`evaluate`."""
 
 
 # --- reading ----------------------------------------------------------------------------------

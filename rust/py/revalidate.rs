@@ -176,7 +176,7 @@ fn plan_ids(ids: &Bound<'_, PyTuple>) -> PyResult<Plan> {
     core::plan_with(ids.len(), |i| interner.intern(0, i))
 }
 
-/// The live candidates, as (id, record, score) triples, in input order (SPEC.md, "Candidate
+/// The live candidates, as (id, record, score) triples, in input order (docs/semantics.md, "Candidate
 /// revalidation").
 ///
 /// - `candidates`: an iterable of (id, score) pairs, best first, as the index returned them
@@ -407,7 +407,7 @@ fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyResul
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// The live candidates of Q queries at once (SPEC.md, "Candidate revalidation", batched form).
+/// The live candidates of Q queries at once (docs/semantics.md, "Candidate revalidation").
 ///
 /// - `ids`: (Q, P) integer array (or nested lists), padded with `pad`; int64 natively, other
 ///   integer dtypes are converted (uint64 when every value fits in int64, else ValueError; bool
