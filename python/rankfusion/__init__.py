@@ -28,6 +28,7 @@ from ._core import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import reference
+    from ._version import __version__ as __version__
     from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
     from .sqlite_store import Document, SQLiteStore
 
@@ -41,6 +42,7 @@ _LAZY = {
     "hybrid_search": (".hybrid", "hybrid_search"),
     "Document": (".sqlite_store", "Document"),
     "SQLiteStore": (".sqlite_store", "SQLiteStore"),
+    "__version__": ("._version", "__version__"),
 }
 
 __all__ = [
@@ -64,7 +66,6 @@ __all__ = [
     "rrf_batch",
     "rrf_many",
 ]
-__version__ = "0.1.0"
 
 
 if not TYPE_CHECKING:  # type checkers see the names imported above, so a typo is an error

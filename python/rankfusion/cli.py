@@ -138,10 +138,27 @@ def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, read from the package metadata only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show the version and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from . import __version__
+
+        print(f"{parser.prog} {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rankfusion`` command."""
-    from . import __version__
-
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Fuse, explain and evaluate TREC runs with Reciprocal Rank Fusion: "
@@ -149,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run 'rankfusion COMMAND --help' for a command's options and examples. "
         "Exit status: 0 ok, 1 bad data, 2 bad usage.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     fuse = commands.add_parser(
