@@ -557,6 +557,11 @@ def _read_run_files(
     return files
 
 
+def _no_bound_if_huge(n: Any) -> Any:
+    """None (no bound) for an int beyond ``sys.maxsize``, longer than any list; else ``n``."""
+    return None if isinstance(n, int) and n > sys.maxsize else n
+
+
 def _fuse_run_files(
     files: Sequence[Any],
     *,
@@ -572,15 +577,17 @@ def _fuse_run_files(
     (from :func:`_read_run_files`) hold: fused and formatted by the core (``rust/trec_fuse.rs``)
     with the GIL released, without a Python object per line. Raises what ``fuse`` raises for
     the first query that fails (ValueError naming the query), and ValueError for a bad tag.
+    A ``window`` or ``limit`` too large for the core (beyond 64 bits) means "no bound", as in
+    ``rrf``: no list can be that long.
     """
     _check_id(tag, "tag")
     return _core._fuse_run_files(
         list(files),
         k=k,
         weights=None if weights is None else [float(w) for w in weights],
-        window=window,
+        window=_no_bound_if_huge(window),
         duplicates=duplicates,
-        limit=limit,
+        limit=_no_bound_if_huge(limit),
         tag=tag.encode("utf-8", "surrogateescape"),
     )
 
