@@ -235,3 +235,57 @@ def test_string_ids_and_protocols():
     assert isinstance(s, rankfusion.KeywordIndex)
     assert isinstance(s, rankfusion.VectorIndex)
     assert isinstance(s, rankfusion.RecordStore)
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "\x00", "a\x00"])
+def test_ids_with_nul_are_rejected_at_add(store, bad):
+    # SQLite's JSON functions (get_many's one statement) end a string at NUL: such an id could
+    # be stored and found by get and the searches, but never by get_many or hybrid_search.
+    with pytest.raises(ValueError, match="id must not contain NUL"):
+        store.add(bad, "wing flutter", [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="id must not contain NUL"):
+        store.add_documents(["fine", bad], ["wing", "flutter"])
+    assert store.get("fine") is None  # nothing half-written
+    assert store.get(bad) is None and store.get_many([bad]) == {} and not store.delete(bad)
+    assert len(store) == 5
+    assert [id for id, _ in store.keyword_search("wing flutter", 10)] == [1, 4]
+
+
+def test_unusual_str_ids_are_found_everywhere():
+    s = SQLiteStore()
+    ids = ["\x01", "\u2028", "😀", "\\", '"', "a\tb", "\x7f", "\ufeff", "a b", "'; --"]
+    s.add_documents(ids, ["wing"] * len(ids), np.eye(len(ids)))
+    assert sorted(s.get_many(ids)) == sorted(ids)
+    assert all(s.get(i).id == i for i in ids)
+    assert sorted(id for id, _ in s.keyword_search("wing", 99)) == sorted(ids)
+    hits = rankfusion.hybrid_search(s, "wing", np.ones(len(ids)), limit=99)
+    assert sorted(h.id for h in hits) == sorted(ids)
+
+
+@pytest.mark.parametrize("k", [2**63 - 1, 2**63, 2**64, 10**30])
+def test_huge_k_means_no_bound(store, k):
+    everything = store.keyword_search("boundary layer flutter", 5)
+    assert len(everything) == 4
+    assert store.keyword_search("boundary layer flutter", k) == everything
+    assert store.vector_search([1, 0, 0], k) == store.vector_search([1, 0, 0], 5)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"limit": 2**62},
+        {"limit": 2**64},
+        {"window": 2**64},
+        {"window": 2**62, "multiplier": 2**62},
+        {"multiplier": 2**64},
+        {"limit": 10**30, "window": 10**30, "multiplier": 10**30},
+    ],
+)
+def test_hybrid_search_huge_sizes_mean_no_bound(store, kwargs):
+    kwargs = {"limit": 10, **kwargs}  # window defaults to limit
+    everything = rankfusion.hybrid_search(store, "wing layer", [0, 1, 0], limit=10)
+    assert len(everything) == 5
+    assert rankfusion.hybrid_search(store, "wing layer", [0, 1, 0], **kwargs) == everything
+    assert rankfusion.hybrid_search(store, "wing", None, **kwargs) == rankfusion.hybrid_search(
+        store, "wing", None, limit=10
+    )

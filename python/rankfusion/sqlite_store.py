@@ -9,7 +9,11 @@ is what ``rankfusion.revalidate`` needs.
     store.add_documents(ids, texts, embeddings, titles=titles)
     hits = rankfusion.hybrid_search(store, "wing flutter", query_vector, limit=10)
 
-Ids are ``int`` (64-bit) or ``str``, and keep their type: ``1`` and ``"1"`` are different documents.
+Ids are ``int`` (64-bit) or ``str`` without NUL characters, and keep their type: ``1`` and ``"1"``
+are different documents. (SQLite's JSON functions, which carry ``get_many``'s ids in one statement,
+end a string at NUL, so such an id could be stored but never found by ``get_many``: ``add``
+rejects it.) A search asked for more results than there are (``k`` of any size, even beyond 64
+bits) returns them all.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ _COLUMNS = "id, title, text, metadata"
 _TERM = re.compile(r"\w+")
 
 _INT64 = (-(2**63), 2**63 - 1)
+_SQL_LIMIT_MAX = _INT64[1]  # the largest LIMIT SQLite takes: no table holds more rows
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,13 @@ def _document(row: tuple) -> Document:
 
 
 def _check_id(id: Any) -> int | str:
-    """A storable id: a str, or an int (numpy ints included, bool not) that fits in 64 bits."""
+    """A storable id: a str without NUL, or an int (numpy ints included, bool not) that fits in
+    64 bits."""
     if isinstance(id, str):
+        if "\x00" in id:
+            raise ValueError(
+                f"id must not contain NUL (SQLite's JSON functions end it there), got {id!r}"
+            )
         return str(id)
     if not isinstance(id, bool) and hasattr(type(id), "__index__"):
         n = operator.index(id)
@@ -77,7 +87,7 @@ def _lookup_id(id: Any) -> int | str | None:
     """The SQL value that an id equal to ``id`` (dict semantics) is stored under, or None when no
     stored id can equal it: ``True`` and ``1.0`` find the document ``1``, as a dict would."""
     if isinstance(id, str):
-        return str(id)
+        return None if "\x00" in id else str(id)
     if isinstance(id, float):
         return int(id) if id.is_integer() and _INT64[0] <= id <= _INT64[1] else None
     if hasattr(type(id), "__index__"):
@@ -137,7 +147,9 @@ class SQLiteStore:
         title: str = "",
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Adds one document, or replaces the document with this id (live again if deleted)."""
+        """Adds one document, or replaces the document with this id (live again if deleted).
+        The id is an int that fits in 64 bits (ValueError otherwise) or a str without NUL
+        (ValueError); anything else is a TypeError."""
         self.add_documents(
             [id],
             [text],
@@ -155,8 +167,9 @@ class SQLiteStore:
         titles: Sequence[str] | None = None,
         metadata: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> None:
-        """Adds (or replaces) documents in one transaction. ``embeddings``: None or (n, dim)
-        floats, stored as float32; every embedding of the store has the same dimension."""
+        """Adds (or replaces) documents in one transaction, all or none. ``embeddings``: None or
+        (n, dim) floats, stored as float32; every embedding of the store has the same dimension.
+        Ids as for ``add``."""
         n = len(ids)
         checked = [_check_id(i) for i in ids]
         if len(set(checked)) != n:
@@ -255,8 +268,8 @@ class SQLiteStore:
         """The ``k`` best live documents for ``text`` by FTS5's BM25, as (id, score) pairs, best
         first. The score is ``-bm25()``, so higher is better; ties go to the earlier-added
         document. Any term of ``text`` may match (the terms are quoted and OR-ed: user text is never
-        parsed as FTS5 syntax)."""
-        k = operator.index(k)
+        parsed as FTS5 syntax). A ``k`` larger than the store (of any size) returns every match."""
+        k = min(operator.index(k), _SQL_LIMIT_MAX)
         query = fts_query(text, stopwords=self.stopwords)
         if not query or k <= 0:
             return []
@@ -298,7 +311,8 @@ class SQLiteStore:
     def vector_search(self, vector: Any, k: int) -> list[tuple[int | str, float]]:
         """The ``k`` live documents whose embeddings have the largest dot product with ``vector``
         (cosine similarity for normalised embeddings), exactly, as (id, similarity) pairs, best
-        first; ties go to the earlier-added document."""
+        first; ties go to the earlier-added document. A ``k`` larger than the store (of any size)
+        returns them all."""
         k = operator.index(k)
         ids, matrix = self._snapshot()
         if k <= 0 or not ids:
