@@ -232,8 +232,9 @@ fn id_bytes<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
 ///
 /// Returns None, writing nothing, for anything else: an item that is not a Hit, a doc id that
 /// is not an exact str or is empty or contains whitespace or a lone surrogate, a score that is
-/// not an exact float. The caller then formats the query itself (converting, or raising the
-/// error that names the bad id). `qid` and `tag` are checked by the caller.
+/// not an exact float or is NaN (which the reader refuses). The caller then formats the query
+/// itself (converting, or raising the error that names the bad id or score). `qid` and `tag`
+/// are checked by the caller.
 #[pyfunction]
 #[pyo3(name = "_run_lines")]
 fn run_lines<'py>(
@@ -282,6 +283,9 @@ fn run_lines<'py>(
                 let Some(docid) = id_bytes(hit.key.bind(py)) else {
                     return Ok(None);
                 };
+                if hit.score.is_nan() {
+                    return Ok(None);
+                }
                 line(&mut out, i + 1, docid.as_bytes(), hit.score)?;
             }
         }
@@ -301,7 +305,11 @@ fn run_lines<'py>(
                 let Ok(score) = item.cast_exact::<PyFloat>() else {
                     return Ok(None);
                 };
-                values.push(score.value());
+                let value = score.value();
+                if value.is_nan() {
+                    return Ok(None);
+                }
+                values.push(value);
             }
             out.reserve(ids.len() * (qid.len() + tag.len() + 40));
             for (i, (docid, &score)) in ids.iter().zip(&values).enumerate() {
