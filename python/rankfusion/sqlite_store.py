@@ -3,7 +3,8 @@
 One database holds the documents, with a soft-delete column; an FTS5 index ranks them for a text
 query with ``bm25()``; their float32 embeddings are stored as BLOBs and searched exactly with numpy.
 ``get_many`` answers any number of ids with ONE SQL statement that skips soft-deleted rows, which
-is what ``rankfusion.revalidate`` needs.
+is what ``rankfusion.revalidate`` needs; ``live_ids`` answers which ids are live in one statement
+that reads only the ids, which is how ``rankfusion.hybrid_search`` checks its candidates.
 
     store = SQLiteStore("docs.db")
     store.add_documents(ids, texts, embeddings, titles=titles)
@@ -24,7 +25,7 @@ import re
 import sqlite3
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,6 +41,8 @@ CREATE TABLE IF NOT EXISTS documents (
     embedding BLOB,                     -- float32, native byte order, or NULL
     deleted INTEGER NOT NULL DEFAULT 0  -- soft delete: 1 hides the row from every read
 );
+-- which ids are live, answered from the index alone (live_ids)
+CREATE INDEX IF NOT EXISTS documents_live ON documents (id, deleted);
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(title, text, tokenize = '{tokenize}');
 """
 
@@ -64,6 +67,16 @@ class Document:
 def _document(row: tuple) -> Document:
     id, title, text, metadata = row
     return Document(id, title, text, json.loads(metadata) if metadata else {})
+
+
+def _documents(rows: list) -> dict:
+    """Documents by id from rows of ``_COLUMNS``: the metadata of all of them parsed by one
+    ``json.loads`` (of a JSON array of the stored objects), twice as fast as one call each."""
+    metadata = json.loads("[" + ",".join([row[3] or "null" for row in rows]) + "]")
+    return {
+        id: Document(id, title, text, meta or {})
+        for (id, title, text, _), meta in zip(rows, metadata)
+    }
 
 
 def _check_id(id: Any) -> int | str:
@@ -96,6 +109,20 @@ def _lookup_id(id: Any) -> int | str | None:
     return None
 
 
+def _lookup_keys(ids: Iterable[Hashable]) -> list:
+    """The SQL values of ``ids`` (see ``_lookup_id``), leaving out those no stored id can equal.
+    Exact str or int ids (the usual case) are checked as a whole, not one by one."""
+    ids = ids if type(ids) is list else list(ids)
+    kinds: set = set(map(type, ids))
+    if kinds == {str}:
+        if "\x00" not in "".join(cast("list[str]", ids)):
+            return ids
+    elif kinds == {int}:
+        if _INT64[0] <= min(ids) and max(ids) <= _INT64[1]:
+            return ids
+    return [k for k in map(_lookup_id, ids) if k is not None]
+
+
 def fts_query(text: str, *, stopwords: Iterable[str] = ()) -> str:
     """An FTS5 query matching any term of ``text``: each term quoted (an FTS5 string, so operators
     and punctuation in user text are inert), the terms OR-ed. Empty when ``text`` has no term."""
@@ -106,7 +133,7 @@ def fts_query(text: str, *, stopwords: Iterable[str] = ()) -> str:
 
 class SQLiteStore:
     """Documents in SQLite: a keyword index (FTS5, ``bm25()``), a vector index (exact, numpy) and a
-    record store (``get``/``get_many``, soft deletes), in one file or in memory.
+    record store (``get``/``get_many``/``live_ids``, soft deletes), in one file or in memory.
 
     It implements the ``KeywordIndex``, ``VectorIndex`` and ``RecordStore`` protocols of
     ``rankfusion.hybrid``. Both searches declare ``filtering = "none"``: they cannot apply a Python
@@ -134,7 +161,8 @@ class SQLiteStore:
         with self.connection:
             self.connection.executescript(_SCHEMA.format(tokenize=tokenize))
         self._generation = 0  # bumped by every write through this object
-        self._vectors: tuple[Any, list, np.ndarray] | None = None
+        # (stamp, ids, matrix, rowids): the embedded documents, and every live id -> its rowid
+        self._vectors: tuple[Any, list, np.ndarray, dict] | None = None
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -245,16 +273,58 @@ class SQLiteStore:
 
     def get_many(self, ids: Iterable[Hashable]) -> dict[int | str, Document]:
         """The live documents among ``ids``, by id, with ONE SQL statement whatever their number
-        (the ids travel as one JSON parameter). Missing and soft-deleted ids are left out."""
-        keys = [k for k in map(_lookup_id, ids) if k is not None]
+        (the ids travel as one JSON parameter). Missing and soft-deleted ids are left out.
+
+        After a vector search, while nothing has changed (one ``PRAGMA data_version`` says so;
+        see ``_stamp``), the rows it found live are read by rowid, which is faster."""
+        keys = _lookup_keys(ids)
         if not keys:
             return {}
+        live = self._live_rowids()
+        if live is not None:
+            # Nothing changed since the last vector search read which rows are live: read those
+            # rows by rowid, faster than by id (up to 500 of them as parameters, faster still).
+            rowids = [live[key] for key in keys if key in live]
+            if not rowids:
+                return {}
+            if len(rowids) <= 500:
+                where = f"rowid IN ({','.join('?' * len(rowids))})"
+                rows = self.connection.execute(
+                    f"SELECT {_COLUMNS} FROM documents WHERE {where}", rowids
+                )
+            else:
+                rows = self.connection.execute(
+                    f"SELECT {_COLUMNS} FROM documents "
+                    "WHERE rowid IN (SELECT value FROM json_each(?))",
+                    (json.dumps(rowids),),
+                )
+        else:
+            rows = self.connection.execute(
+                f"SELECT {_COLUMNS} FROM documents "
+                "WHERE deleted = 0 AND id IN (SELECT value FROM json_each(?))",
+                (json.dumps(keys),),
+            )
+        return _documents(rows.fetchall())
+
+    def live_ids(self, ids: Iterable[Hashable]) -> set[int | str]:
+        """The live ids among ``ids`` (as stored: ``1.0`` finds ``1``), with ONE SQL statement
+        that reads only the ids (from an index): no document is built. It is how
+        ``hybrid_search`` checks the candidates of both its lists at one instant.
+
+        After a vector search, while nothing has changed (one ``PRAGMA data_version`` says so;
+        see ``_stamp``), the ids it read as live are the answer instead: what the statement
+        would return, at this instant, without running it."""
+        keys = _lookup_keys(ids)
+        if not keys:
+            return set()
+        live = self._live_rowids()
+        if live is not None:
+            return {key for key in keys if key in live}
         rows = self.connection.execute(
-            f"SELECT {_COLUMNS} FROM documents "
-            "WHERE deleted = 0 AND id IN (SELECT value FROM json_each(?))",
+            "SELECT id FROM documents WHERE deleted = 0 AND id IN (SELECT value FROM json_each(?))",
             (json.dumps(keys),),
         )
-        return {row[0]: _document(row) for row in rows}
+        return {row[0] for row in rows}
 
     def __len__(self) -> int:
         """The number of live documents."""
@@ -291,22 +361,36 @@ class SQLiteStore:
         ).fetchone()
         return None if row is None else row[0] // 4
 
+    def _stamp(self) -> tuple:
+        """Changes whenever the data may have: a write through this object or its connection
+        (``total_changes``), a commit by another connection (``PRAGMA data_version``)."""
+        (data_version,) = self.connection.execute("PRAGMA data_version").fetchone()
+        return (self._generation, self.connection.total_changes, data_version)
+
     def _snapshot(self) -> tuple[list, np.ndarray]:
         """The ids and the (n, dim) float32 matrix of the live embedded documents, cached until
-        this object writes or another connection commits (``PRAGMA data_version``)."""
-        (data_version,) = self.connection.execute("PRAGMA data_version").fetchone()
-        stamp = (self._generation, data_version)
+        the data change (see ``_stamp``); the rowid of every live document's id is kept beside
+        them (for ``live_ids`` and ``get_many``), read by the same statement."""
+        stamp = self._stamp()
         if self._vectors is None or self._vectors[0] != stamp:
             rows = self.connection.execute(
-                "SELECT id, embedding FROM documents "
-                "WHERE deleted = 0 AND embedding IS NOT NULL ORDER BY rowid"
+                "SELECT id, rowid, embedding FROM documents WHERE deleted = 0 ORDER BY rowid"
             ).fetchall()
+            rowids = {row[0]: row[1] for row in rows}
+            rows = [row for row in rows if row[2] is not None]
             ids = [row[0] for row in rows]
-            dim = len(rows[0][1]) // 4 if rows else 0
-            matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+            dim = len(rows[0][2]) // 4 if rows else 0
+            matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32)
             # A copy the array owns: BLAS is ~25x slower on the read-only view of a bytes object.
-            self._vectors = (stamp, ids, matrix.reshape(len(rows), dim).copy())
+            self._vectors = (stamp, ids, matrix.reshape(len(rows), dim).copy(), rowids)
         return self._vectors[1], self._vectors[2]
+
+    def _live_rowids(self) -> dict | None:
+        """Every live id -> its rowid, as the last vector search read them, if nothing has
+        changed since (then exactly what the table says now); else None."""
+        if self._vectors is not None and self._vectors[0] == self._stamp():
+            return self._vectors[3]
+        return None
 
     def vector_search(self, vector: Any, k: int) -> list[tuple[int | str, float]]:
         """The ``k`` live documents whose embeddings have the largest dot product with ``vector``
