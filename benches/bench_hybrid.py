@@ -14,6 +14,10 @@ vectors, in memory). Per query, interleaved, in alternating order:
   searches, one liveness check of the union of both candidate lists, RRF, and the records of the
   hits returned.
 
+On a machine with few cores, ``OPENBLAS_NUM_THREADS=1`` steadies the figures: a 1,400 x 384
+matrix-vector product gains nothing from BLAS threads, whose spinning after it takes the core
+the rest of a hybrid search runs on (the raw searches stop timing right there).
+
 Each query is timed ``--rounds`` times; the table shows, per step, the mean over the queries of
 each query's best time (the machine is shared: absolute times are noise, the ratio is the point)
 and ``hybrid / raw``.
