@@ -480,3 +480,39 @@ def test_explain_with_stdout_closed_exits_1_without_a_traceback(runs):
     p = closed_stdout_run("explain", a, b, "--query", "1")
     assert p.returncode == 1
     assert p.stderr == "rankfusion explain: error: stdout is closed: nowhere to write to\n"
+
+
+def closed_stderr_run(*args):
+    """The command with file descriptor 2 closed (``2>&-``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "rankfusion", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=None,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(2),
+    )
+
+
+@pytest.mark.parametrize("extra", [[], ["--trace", "TRACE"]], ids=["native", "python"])
+def test_fuse_with_stderr_closed_writes_the_run_and_nothing_else(runs, tmp_path, extra):
+    a, b = runs  # each lacks a query: a warning that has nowhere to go
+    extra = [str(tmp_path / "t.jsonl") if e == "TRACE" else e for e in extra]
+    p = closed_stderr_run("fuse", a, b, *extra)
+    assert p.returncode == 0
+    assert p.stdout == rankfusion("fuse", a, b, "-q").stdout  # the run, no warning in it
+    assert p.stdout.startswith("1 Q0 ")
+
+
+def test_errors_with_stderr_closed_keep_their_status_and_stay_off_stdout(runs, tmp_path):
+    a, _ = runs
+    bad = tmp_path / "bad.run"
+    bad.write_text("1 Q0 x 1\n")
+    p = closed_stderr_run("fuse", a, bad)
+    assert (p.returncode, p.stdout) == (1, "")
+    p = closed_stderr_run("fuse", a, tmp_path / "missing.run")
+    assert (p.returncode, p.stdout) == (2, "")
+    p = closed_stderr_run("fuse", a, "--weights", "x")
+    assert (p.returncode, p.stdout) == (2, "")
+    p = closed_stderr_run("explain", a, a, "--query", "nope")
+    assert (p.returncode, p.stdout) == (1, "")

@@ -585,6 +585,8 @@ def _explain_command(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    if sys.stderr is None:  # closed (2>&-): warnings and errors go nowhere, never to stdout
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- for the life of the process
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on bad usage, 0 for --help / --version
     if args.command is None:
