@@ -384,3 +384,135 @@ def test_progress_only_on_a_terminal_and_not_quiet(monkeypatch):
     assert bar is not None and bar.total == 10
     bar.close()
     assert trec._progress_bar(False, 10, "reading") is None
+
+
+# --- stdout: a reader that goes away, a closed stdout --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_runs(tmp_path_factory):
+    """Two runs whose fusion is ~2.5 MB of text: far more than a pipe holds."""
+    folder = tmp_path_factory.mktemp("big")
+    paths = []
+    for f in range(2):
+        path = folder / f"big{f}.run"
+        path.write_text(
+            run_text(
+                (q, f"d{(q * 7 + r * (f + 3)) % 3000}x{r}", r + 1, 1000.5 - r)
+                for q in range(50)
+                for r in range(1000)
+            )
+        )
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["unbuffered", "buffered"])
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_fuse_to_a_pipe_whose_reader_goes_away_exits_1(big_runs, tmp_path, path, unbuffered):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"  # stdout writes straight to the pipe, as in Docker images
+    args = [sys.executable, "-m", "rankfusion", "fuse", *map(str, big_runs), "-q"]
+    if path == "python":
+        args += ["--trace", str(tmp_path / "t.jsonl")]
+    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert child.stdout is not None and child.stderr is not None
+    head = os.read(child.stdout.fileno(), 100)  # the reader takes 100 bytes and goes away
+    child.stdout.close()
+    status = child.wait(timeout=120)
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    assert head.startswith(b"0 Q0 ")
+    assert status == 1, err
+    assert "Traceback" not in err
+
+
+def closed_stdout_run(*args):
+    """The command with file descriptor 1 closed (``>&-``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "rankfusion", *map(str, args)],
+        stdout=None,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(1),
+    )
+
+
+@pytest.mark.parametrize("extra", [[], ["--trace", "TRACE"]], ids=["native", "python"])
+def test_fuse_with_stdout_closed_exits_1_without_a_traceback(runs, tmp_path, extra):
+    a, b = runs
+    extra = [str(tmp_path / "t.jsonl") if e == "TRACE" else e for e in extra]
+    p = closed_stdout_run("fuse", a, b, *extra)
+    assert p.returncode == 1
+    assert p.stderr == (
+        "rankfusion fuse: error: stdout is closed: nowhere to write to (write the run with -o FILE)\n"
+    )
+    assert not (tmp_path / "t.jsonl").exists()  # checked before anything is read or written
+
+
+def test_stdout_closed_is_fine_when_nothing_goes_there(runs, tmp_path):
+    a, b = runs
+    out = tmp_path / "out.run"
+    p = closed_stdout_run("fuse", a, b, "-o", out, "-q")
+    assert (p.returncode, p.stderr) == (0, "")
+    assert out.read_text().startswith("1 Q0 ")
+
+
+def test_fuse_qrels_table_with_stdout_closed_exits_1_and_writes_nothing(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 x 1\n")
+    out = tmp_path / "out.run"
+    p = closed_stdout_run("fuse", a, b, "-q", "--qrels", qrels, "-o", out)
+    assert p.returncode == 1
+    assert p.stderr == (
+        "rankfusion fuse: error: stdout is closed: nowhere to write to "
+        "(the --qrels table goes to stdout with -o)\n"
+    )
+    assert not out.exists()
+
+
+def test_explain_with_stdout_closed_exits_1_without_a_traceback(runs):
+    a, b = runs
+    p = closed_stdout_run("explain", a, b, "--query", "1")
+    assert p.returncode == 1
+    assert p.stderr == "rankfusion explain: error: stdout is closed: nowhere to write to\n"
+
+
+def closed_stderr_run(*args):
+    """The command with file descriptor 2 closed (``2>&-``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "rankfusion", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=None,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(2),
+    )
+
+
+@pytest.mark.parametrize("extra", [[], ["--trace", "TRACE"]], ids=["native", "python"])
+def test_fuse_with_stderr_closed_writes_the_run_and_nothing_else(runs, tmp_path, extra):
+    a, b = runs  # each lacks a query: a warning that has nowhere to go
+    extra = [str(tmp_path / "t.jsonl") if e == "TRACE" else e for e in extra]
+    p = closed_stderr_run("fuse", a, b, *extra)
+    assert p.returncode == 0
+    assert p.stdout == rankfusion("fuse", a, b, "-q").stdout  # the run, no warning in it
+    assert p.stdout.startswith("1 Q0 ")
+
+
+def test_errors_with_stderr_closed_keep_their_status_and_stay_off_stdout(runs, tmp_path):
+    a, _ = runs
+    bad = tmp_path / "bad.run"
+    bad.write_text("1 Q0 x 1\n")
+    p = closed_stderr_run("fuse", a, bad)
+    assert (p.returncode, p.stdout) == (1, "")
+    p = closed_stderr_run("fuse", a, tmp_path / "missing.run")
+    assert (p.returncode, p.stdout) == (2, "")
+    p = closed_stderr_run("fuse", a, "--weights", "x")
+    assert (p.returncode, p.stdout) == (2, "")
+    p = closed_stderr_run("explain", a, a, "--query", "nope")
+    assert (p.returncode, p.stdout) == (1, "")

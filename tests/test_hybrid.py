@@ -139,7 +139,8 @@ class FakeIndex:
         ranking = self.ranking
         if "where" in kwargs:
             ranking = [(i, s) for i, s in ranking if kwargs["where"](RECORDS[i])]
-        return ranking[:k]
+        self.returned = ranking[:k]
+        return self.returned
 
 
 RECORDS = {i: {"id": i, "lang": "en" if i % 2 else "fr"} for i in range(1, 30)}
@@ -178,7 +179,9 @@ def test_pool_sizing_by_filtering_capability(filtering, pool, gets_where):
     )
     expected_kwargs = ["where"] if gets_where else []
     assert keyword.calls == [(pool, expected_kwargs)] and vector.calls == [(pool, expected_kwargs)]
-    assert len(store.batches) == 2  # one batched revalidation per list
+    # one batched revalidation of the union of both lists ("where" needs the records)
+    (batch,) = store.batches
+    assert batch == list(dict.fromkeys(i for i, _ in keyword.returned + vector.returned))
     assert all(RECORDS[h.id]["lang"] == "en" for h in hits) and len(hits) == 2
 
 
@@ -204,3 +207,149 @@ def test_the_protocols_are_public():
     assert rankfusion.hybrid.LISTS == ("keyword", "vector")
     assert isinstance(FakeIndex([], "pre"), rankfusion.VectorIndex)
     assert isinstance(DictStore(), rankfusion.RecordStore)
+
+
+# --- one snapshot: both searches first, then one check of the union ------------------------------
+
+
+class GetManyOnly:
+    """A store without live_ids: the records of the union are looked up by get_many."""
+
+    def __init__(self, store):
+        self.store = store
+        self.calls = []
+
+    def get(self, id):
+        self.calls.append(("get", id))
+        return self.store.get(id)
+
+    def get_many(self, ids):
+        self.calls.append(("get_many", list(ids)))
+        return self.store.get_many(ids)
+
+
+class GetOnly:
+    """A store with get alone: looked up one id at a time."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def get(self, id):
+        return self.store.get(id)
+
+
+class Spy(GetManyOnly):
+    """A store with live_ids too: records every call."""
+
+    def live_ids(self, ids):
+        self.calls.append(("live_ids", list(ids)))
+        return self.store.live_ids(ids)
+
+
+def deleting_vector_index(store, id):
+    """A vector index that deletes ``id`` once it has answered, as another request would
+    between the two searches."""
+
+    class Index:
+        filtering = "none"
+
+        def vector_search(self, vector, k):
+            found = store.vector_search(vector, k)
+            store.delete(id)
+            return found
+
+    return Index()
+
+
+@pytest.mark.parametrize("kind", ["SQLiteStore", "live_ids", "get_many", "get", "where"])
+def test_a_document_deleted_between_the_searches_never_comes_back(store, kind):
+    # keyword [1, 4], vector [4, 1, 5, ...]: doc 1 is deleted after the keyword search found it
+    stores = {"live_ids": Spy, "get_many": GetManyOnly, "get": GetOnly}
+    records = stores.get(kind, lambda s: s)(store)
+    where = (lambda doc: True) if kind == "where" else None
+    index = deleting_vector_index(store, 1)
+    hits = hybrid_search(
+        records,
+        "supersonic flutter",
+        [1, 0, 0.2],
+        keyword_index=store,
+        vector_index=index,
+        limit=5,
+        where=where,
+    )
+    assert 1 not in ids(hits)
+    # exactly what searching the store without doc 1 gives: the keyword list lost its rank 1
+    assert hits == hybrid_search(store, "supersonic flutter", [1, 0, 0.2], limit=5)
+    assert ids(hits) == [4, 5, 3, 2]
+
+
+def test_the_union_is_checked_by_one_ids_only_call_and_only_the_hits_are_hydrated(store):
+    spy = Spy(store)
+    hits = hybrid_search(
+        spy,
+        "supersonic flutter boundary",
+        [1, 0, 0.2],
+        keyword_index=store,
+        vector_index=store,
+        limit=2,
+        window=4,
+    )
+    keyword = ids(store.keyword_search("supersonic flutter boundary", 12))
+    vector = ids(store.vector_search([1, 0, 0.2], 12))
+    assert spy.calls == [
+        ("live_ids", list(dict.fromkeys(keyword + vector))),
+        ("get_many", ids(hits)),
+    ]
+    assert len(hits) == 2 and all(h.record == store.get(h.id) for h in hits)
+
+
+def test_with_where_the_records_of_the_union_are_one_get_many_call(store):
+    spy = Spy(store)
+    recent = lambda doc: doc.metadata["year"] >= 1954
+    hits = hybrid_search(
+        spy,
+        "supersonic flutter",
+        [1, 0, 0.2],
+        keyword_index=store,
+        vector_index=store,
+        limit=5,
+        where=recent,
+    )
+    assert ids(hits) == [4, 5]
+    assert [name for name, _ in spy.calls] == ["get_many"]
+
+
+def test_a_hit_deleted_after_the_check_is_left_out_not_returned_without_record(store):
+    class DeletesAfterTheCheck(Spy):
+        def live_ids(self, ids):
+            live = super().live_ids(ids)
+            self.store.delete(4)  # after the snapshot, before the records are read
+            return live
+
+    spy = DeletesAfterTheCheck(store)
+    hits = hybrid_search(
+        spy, "supersonic flutter", [1, 0, 0.2], keyword_index=store, vector_index=store, limit=3
+    )
+    assert ids(hits) == [1, 5]  # 4 was fused (live at the check) but is not returned
+    assert all(h.record is not None for h in hits)
+
+
+@pytest.mark.parametrize(
+    "candidates, exc, match",
+    [
+        ([(1, 0.5), ("ab")], TypeError, r"candidates\[1\] must be an \(id, score\) pair"),
+        ([(1, 0.5, 2)], ValueError, r"candidates\[0\] must be an \(id, score\) pair, got 3"),
+        ([([1], 0.5)], TypeError, r"candidates\[0\]\[0\] is not hashable"),
+        ([(1, "high")], TypeError, r"candidates\[0\]\[1\]"),
+        (iter([(1, 0.5), "ab"]), TypeError, r"candidates\[1\] must be an \(id, score\) pair"),
+    ],
+)
+def test_bad_candidates_are_named_as_revalidate_names_them(store, candidates, exc, match):
+    class Index:
+        filtering = "none"
+
+        def vector_search(self, vector, k):
+            return candidates
+
+    with pytest.raises(exc, match=match):
+        hybrid_search(store, "flutter", [1, 0, 0], vector_index=Index(), limit=3)

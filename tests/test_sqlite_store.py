@@ -235,3 +235,118 @@ def test_string_ids_and_protocols():
     assert isinstance(s, rankfusion.KeywordIndex)
     assert isinstance(s, rankfusion.VectorIndex)
     assert isinstance(s, rankfusion.RecordStore)
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "\x00", "a\x00"])
+def test_ids_with_nul_are_rejected_at_add(store, bad):
+    # SQLite's JSON functions (get_many's one statement) end a string at NUL: such an id could
+    # be stored and found by get and the searches, but never by get_many or hybrid_search.
+    with pytest.raises(ValueError, match="id must not contain NUL"):
+        store.add(bad, "wing flutter", [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="id must not contain NUL"):
+        store.add_documents(["fine", bad], ["wing", "flutter"])
+    assert store.get("fine") is None  # nothing half-written
+    assert store.get(bad) is None and store.get_many([bad]) == {} and not store.delete(bad)
+    assert len(store) == 5
+    assert [id for id, _ in store.keyword_search("wing flutter", 10)] == [1, 4]
+
+
+def test_unusual_str_ids_are_found_everywhere():
+    s = SQLiteStore()
+    ids = ["\x01", "\u2028", "😀", "\\", '"', "a\tb", "\x7f", "\ufeff", "a b", "'; --"]
+    s.add_documents(ids, ["wing"] * len(ids), np.eye(len(ids)))
+    assert sorted(s.get_many(ids)) == sorted(ids)
+    assert all(s.get(i).id == i for i in ids)
+    assert sorted(id for id, _ in s.keyword_search("wing", 99)) == sorted(ids)
+    hits = rankfusion.hybrid_search(s, "wing", np.ones(len(ids)), limit=99)
+    assert sorted(h.id for h in hits) == sorted(ids)
+
+
+@pytest.mark.parametrize("k", [2**63 - 1, 2**63, 2**64, 10**30])
+def test_huge_k_means_no_bound(store, k):
+    everything = store.keyword_search("boundary layer flutter", 5)
+    assert len(everything) == 4
+    assert store.keyword_search("boundary layer flutter", k) == everything
+    assert store.vector_search([1, 0, 0], k) == store.vector_search([1, 0, 0], 5)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"limit": 2**62},
+        {"limit": 2**64},
+        {"window": 2**64},
+        {"window": 2**62, "multiplier": 2**62},
+        {"multiplier": 2**64},
+        {"limit": 10**30, "window": 10**30, "multiplier": 10**30},
+    ],
+)
+def test_hybrid_search_huge_sizes_mean_no_bound(store, kwargs):
+    kwargs = {"limit": 10, **kwargs}  # window defaults to limit
+    everything = rankfusion.hybrid_search(store, "wing layer", [0, 1, 0], limit=10)
+    assert len(everything) == 5
+    assert rankfusion.hybrid_search(store, "wing layer", [0, 1, 0], **kwargs) == everything
+    assert rankfusion.hybrid_search(store, "wing", None, **kwargs) == rankfusion.hybrid_search(
+        store, "wing", None, limit=10
+    )
+
+
+def test_live_ids_reads_only_ids_and_skips_deleted_and_unknown(store):
+    store.delete(2)
+    asked = [1, 2, 99, "1", 3.0, True, np.int64(5), 3.5, None, (1,), 2**70]
+    with StatementCounter(store.connection) as counter:
+        live = store.live_ids(asked)
+    assert live == {1, 3, 5} and all(type(i) is int for i in live)
+    (statement,) = counter.statements  # ids only: no document is read
+    assert statement.startswith("SELECT id FROM documents WHERE deleted = 0 AND id IN (")
+    assert store.live_ids([]) == set() and store.live_ids([2, 99]) == set()
+    with StatementCounter(store.connection) as counter:
+        assert store.live_ids(range(50_000)) == {1, 3, 4, 5}  # > SQLite's 32766 variables
+    assert len(counter.statements) == 1
+
+
+def write_directly(store, _):
+    with store.connection:
+        store.connection.execute("UPDATE documents SET deleted = 1 WHERE id = 4")
+
+
+def write_from_another_connection(store, path):
+    other = sqlite3.connect(path)
+    with other:
+        other.execute("UPDATE documents SET deleted = 1 WHERE id = 4")
+    other.close()
+
+
+@pytest.mark.parametrize(
+    "delete",
+    [lambda store, _: store.delete(4), write_directly, write_from_another_connection],
+    ids=["delete", "the store's connection", "another connection"],
+)
+def test_after_a_vector_search_live_ids_and_get_many_still_see_every_write(tmp_path, delete):
+    path = str(tmp_path / "docs.db")
+    with SQLiteStore(path) as s:
+        s.add_documents(list(TEXTS), list(TEXTS.values()), np.stack(list(EMBEDDINGS.values())))
+        s.vector_search([1, 0, 0], 2)  # reads which rows are live: live_ids and get_many use it
+        with StatementCounter(s.connection) as counter:
+            assert s.live_ids([1, 4, 99]) == {1, 4}
+            assert sorted(s.get_many([1, 4, 99])) == [1, 4]
+        assert "PRAGMA data_version" in counter.statements
+        delete(s, path)
+        assert s.live_ids([1, 4, 99]) == {1}
+        assert sorted(s.get_many([1, 4, 99])) == [1]
+        assert s.get_many([4]) == {} and s.get(4) is None
+        assert [id for id, _ in s.vector_search([1, 0, 0], 2)] == [1, 2]
+        s.vector_search([1, 0, 0], 2)
+        assert s.live_ids(list(TEXTS)) == {1, 2, 3, 5}
+        assert s.get_many(list(TEXTS)) == {i: s.get(i) for i in (1, 2, 3, 5)}
+
+
+def test_get_many_reads_the_same_documents_with_or_without_the_live_rows_read(store):
+    ids = [5, "x", 1, 3.0, 1, None]
+    before = store.get_many(ids)  # by id
+    store.vector_search([1, 0, 0], 1)  # now by rowid
+    assert store.get_many(ids) == before == {i: store.get(i) for i in (1, 3, 5)}
+    assert store.get_many(range(600)) == {i: store.get(i) for i in TEXTS}  # > 500: one JSON list
+    store.add(6, "no metadata")
+    store.vector_search([1, 0, 0], 1)
+    assert store.get_many([6]) == {6: Document(6, "", "no metadata", {})}

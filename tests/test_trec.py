@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import math
 import os
 import random
@@ -412,6 +413,99 @@ def test_write_to_an_open_file(tmp_path):
     out = io.StringIO()
     trec.write_run({"q": Ranking(["a"], [1.0])}, out, tag="x")
     assert out.getvalue() == "q Q0 a 1 1.0 x\n"
+
+
+NAN = float("nan")
+
+
+def nan_hit():
+    from rankfusion import Hit
+
+    return Hit("d", NAN)
+
+
+@pytest.mark.parametrize(
+    "ranked",
+    [
+        [("d", NAN)],
+        [("ok", 1.0), ("d", NAN)],
+        {"ok": 1.0, "d": NAN},
+        Ranking(["ok", "d"], [1.0, NAN]),
+        Ranking(("ok", "d"), (1.0, NAN)),
+        "hits",
+    ],
+    ids=["pair", "second pair", "mapping", "Ranking", "Ranking of tuples", "hits"],
+)
+def test_write_run_refuses_a_nan_score_naming_query_and_doc(tmp_path, ranked):
+    if ranked == "hits":
+        ranked = [nan_hit()]
+    target = tmp_path / "o.run"
+    target.write_text("old\n")
+    with pytest.raises(ValueError, match=r"query 'q'.*doc 'd'.*NaN"):
+        trec.write_run({"first": [("x", 1.0)], "q": ranked}, target)
+    assert target.read_text() == "old\n"
+    assert leftovers(tmp_path) == []
+    out = io.StringIO()  # an open file: nothing of the run is written either
+    with pytest.raises(ValueError, match=r"query 'q'.*doc 'd'.*NaN"):
+        trec.write_run({"first": [("x", 1.0)], "q": ranked}, out)
+    assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    "run, match",
+    [
+        ({"q": [(None, 1.0)]}, r"doc id of query 'q' must be a str or an int, got NoneType None"),
+        ({"q": {None: 1.0}}, r"doc id of query 'q' must be a str or an int, got NoneType None"),
+        ({"q": Ranking(["a", None], [2.0, 1.0])}, "doc id of query 'q' must be a str or an int"),
+        ({"q": [(1.5, 1.0)]}, r"doc id of query 'q' must be a str or an int, got float 1.5"),
+        ({"q": [(b"a", 1.0)]}, "doc id of query 'q' must be a str or an int, got bytes"),
+        ({"q": [(True, 1.0)]}, "doc id of query 'q' must be a str or an int, got bool"),
+        ({None: [("a", 1.0)]}, r"qid must be a str or an int, got NoneType None"),
+        ({"q": [("d", "1.5")]}, r"query 'q': the score of doc 'd' must be a real number, got str"),
+        ({"q": [("d", None)]}, r"query 'q': the score of doc 'd' must be a real number, got None"),
+        ({"q": Ranking(["a", "d"], [1.0])}, r"query 'q': 2 doc ids but 1 scores"),
+    ],
+)
+def test_write_run_refuses_what_read_run_would_not_read_back(tmp_path, run, match):
+    target = tmp_path / "o.run"
+    with pytest.raises(ValueError, match=match):
+        trec.write_run({"ok": [("d", 1.0)], **run}, target)
+    assert not target.exists()
+    assert leftovers(tmp_path) == []
+    out = io.StringIO()
+    with pytest.raises(ValueError, match=match):
+        trec.write_run({"ok": [("d", 1.0)], **run}, out)
+    assert out.getvalue() == ""
+
+
+def test_write_run_writes_what_read_run_reads_back(tmp_path):
+    import numpy as np
+
+    run = {
+        "q": [("a", float("inf")), (7, 2), (np.int64(8), np.float32(0.5)), ("b", -float("inf"))],
+        5: {"c": 1},
+        "r": [("a", float("inf")), ("b", -float("inf"))],  # inf + -inf is NaN, neither score is
+    }
+    trec.write_run(run, tmp_path / "o.run")
+    back = trec.read_run(tmp_path / "o.run", order="file")
+    assert back == {
+        "q": Ranking(["a", "7", "8", "b"], [float("inf"), 2.0, 0.5, -float("inf")]),
+        "5": Ranking(["c"], [1.0]),
+        "r": Ranking(["a", "b"], [float("inf"), -float("inf")]),
+    }
+
+
+def test_write_qrels_refuses_ids_read_qrels_would_not_read_back(tmp_path):
+    target = tmp_path / "q.txt"
+    with pytest.raises(
+        ValueError, match="doc id of query 'q' must be a str or an int, got NoneType None"
+    ):
+        trec.write_qrels({"q": {"a": 1, None: 1}}, target)
+    with pytest.raises(ValueError, match="qid must be a str or an int, got NoneType None"):
+        trec.write_qrels({None: {"a": 1}}, target)
+    assert not target.exists()
+    trec.write_qrels({1: {2: 1, "d": 0}}, target)
+    assert trec.read_qrels(target) == {"1": {"2": 1, "d": 0}}
 
 
 # --- interop ----------------------------------------------------------------------------------

@@ -301,3 +301,27 @@ def test_command_errors_write_nothing(tmp_path, capsys):
     assert "query '1': the score of key 'x' is not finite (inf)" in capsys.readouterr().err
     assert out.read_bytes() == b"before"
     assert sorted(os.listdir(tmp_path)) == ["a.run", "bad.run", "out.run"]
+
+
+@pytest.mark.parametrize("option", ["--window", "--limit"])
+@pytest.mark.parametrize("value", [2**63 - 1, 2**63, 2**64, 10**30])
+def test_command_huge_bounds_mean_no_bound_on_both_paths(
+    tmp_path, capsys, monkeypatch, option, value
+):
+    a, b = tmp_path / "a.run", tmp_path / "b.run"
+    a.write_bytes(b"1 Q0 x 1 3 t\n1 Q0 y 2 2 t\n1 Q0 z 3 1 t\n2 Q0 u 1 5 t\n")
+    b.write_bytes(b"1 Q0 z 1 0.9 t\n1 Q0 w 2 0.8 t\n3 Q0 v 1 0.7 t\n")
+    args = ["fuse", str(a), str(b), "--limit", "0"]
+    unbounded = command_outputs(tmp_path, capsys, monkeypatch, args)
+    native, python = command_outputs(tmp_path, capsys, monkeypatch, [*args, option, str(value)])
+    assert native == python == unbounded[0] == unbounded[1]
+    assert native[0] == 0 and native[1].count(b"\n") == 6
+
+
+def test_fuse_run_files_huge_bounds_mean_no_bound(tmp_path):
+    a = tmp_path / "a.run"
+    a.write_bytes(b"1 Q0 x 1 3 t\n1 Q0 y 2 2 t\n")
+    files = trec._read_run_files([a, a])
+    expected = trec._fuse_run_files(files)
+    for huge in (2**64, 10**40):
+        assert trec._fuse_run_files(files, window=huge, limit=huge) == expected

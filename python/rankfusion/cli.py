@@ -10,6 +10,7 @@ only after everything succeeded. See docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import sys
@@ -279,6 +280,36 @@ def _check_output(path: Optional[str], what: str) -> None:
         raise UsageError(f"{what}: cannot write in {folder}")
 
 
+def _check_stdout(what: str = "") -> None:
+    """A DataError when stdout is closed (``>&-``: Python then has no ``sys.stdout``)."""
+    if sys.stdout is None:
+        raise DataError(f"stdout is closed: nowhere to write to{what}")
+
+
+def _write_stdout(text: str) -> None:
+    """Writes ``text`` to stdout and flushes it: every character is out, or an OSError is raised
+    (BrokenPipeError when the reader went away).
+
+    Unbuffered stdout (``python -u``, PYTHONUNBUFFERED=1) hands each text straight to write(2)
+    and ignores a short count -- which is what a pipe returns when its reader closes during the
+    write -- so the rest would be lost without an error. There the text is encoded as stdout
+    encodes it and written until every byte is out.
+    """
+    out = sys.stdout
+    raw = getattr(out, "buffer", None)
+    if isinstance(out, io.TextIOWrapper) and isinstance(raw, io.RawIOBase) and os.linesep == "\n":
+        out.flush()
+        data = memoryview(text.encode(out.encoding, out.errors or "strict"))
+        while data:
+            n = raw.write(data)
+            if n is None:  # a non-blocking stdout that is full
+                raise BlockingIOError(0, "stdout cannot take more now")
+            data = data[n:]
+    else:
+        out.write(text)
+        out.flush()
+
+
 def _check_weights(args: argparse.Namespace) -> None:
     if args.weights is not None and len(args.weights) != len(args.runs):
         raise UsageError(f"--weights has {len(args.weights)} values for {len(args.runs)} runs")
@@ -383,6 +414,10 @@ def _fuse_command(args: argparse.Namespace) -> int:
             raise UsageError(f"--qrels: {e}") from None
         except ValueError as e:
             raise UsageError(f"--metrics: {e}") from None
+    if not args.output or args.output == "-":
+        _check_stdout(" (write the run with -o FILE)")
+    elif args.qrels:
+        _check_stdout(" (the --qrels table goes to stdout with -o)")
 
     if _native(args):
         return _fuse_native(args)
@@ -416,8 +451,9 @@ def _fuse_command(args: argparse.Namespace) -> int:
             p.discard()
         raise
     if not args.output or args.output == "-":
-        trec.write_run(fused, sys.stdout, tag=args.tag)
-        sys.stdout.flush()
+        text = io.StringIO()
+        trec.write_run(fused, text, tag=args.tag)
+        _write_stdout(text.getvalue())
         if table is not None:
             sys.stderr.write(table)
     elif table is not None:
@@ -459,9 +495,8 @@ def _fuse_native(args: argparse.Namespace) -> int:
             raise
         run_file.commit()
     else:
-        # as write_run writes to sys.stdout: its text, in stdout's encoding and error handler
-        sys.stdout.write(data.decode("utf-8", "surrogateescape"))
-        sys.stdout.flush()
+        # as the Python path writes it: its text, in stdout's encoding and error handler
+        _write_stdout(data.decode("utf-8", "surrogateescape"))
     return 0
 
 
@@ -484,6 +519,7 @@ def _fmt(x: Optional[float]) -> str:
 def _explain_command(args: argparse.Namespace) -> int:
     _check_weights(args)
     _check_inputs(args.runs)
+    _check_stdout()
     runs = _read_runs(args)
     qid = args.query
     if not any(qid in run for run in runs):
@@ -557,7 +593,7 @@ def _explain_command(args: argparse.Namespace) -> int:
             cells = [row[0].ljust(widths[0])]
             cells += [c.rjust(w) for c, w in zip(row[1:4], widths[1:4])]
             out.append(("  " + "  ".join([*cells, row[4]])).rstrip())
-    sys.stdout.write("\n".join(out) + "\n")
+    _write_stdout("\n".join(out) + "\n")
     return 0
 
 
@@ -566,6 +602,8 @@ def _explain_command(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    if sys.stderr is None:  # closed (2>&-): warnings and errors go nowhere, never to stdout
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- for the life of the process
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on bad usage, 0 for --help / --version
     if args.command is None:

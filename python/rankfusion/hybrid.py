@@ -6,19 +6,27 @@ can implement (``rankfusion.sqlite_store.SQLiteStore`` implements all three):
 
 1. pool sizing: each index is asked for ``pool_size(window, index.filtering, multiplier)``
    candidates -- ``window`` when it filters before the scan, wider otherwise;
-2. the searches: keyword (e.g. BM25) and vector (e.g. cosine similarity), best first;
-3. revalidation: each list is hydrated against the store in one batched call, keeping its order
-   and dropping stale candidates (soft-deleted, missing) and records ``where`` rejects -- the
-   in-engine filter -- then truncated to ``window``;
+2. the searches: keyword (e.g. BM25) and vector (e.g. cosine similarity), best first, both run
+   before anything is checked;
+3. one snapshot: the union of both candidate lists is checked against the store in ONE batched
+   lookup, so every hit returned was live at one instant (a document deleted while the other
+   search ran never comes back through either list). Without ``where`` it is an ids-only
+   question (``store.live_ids``, when the store has it: no record is built); with ``where``, or
+   a store without ``live_ids``, the records of the union (``store.get_many``, else ``get`` per
+   id). Each list keeps its order, drops its stale candidates (soft-deleted, missing) and the
+   records ``where`` rejects -- the in-engine filter -- and is truncated to ``window``;
 4. RRF of the two lists; each hit keeps its raw per-list scores (BM25 score, similarity) in its
-   trace and carries its record.
+   trace and carries its record. After an ids-only check only the hits returned are hydrated
+   (one more batched call); a hit deleted between the check and that call is left out, never
+   returned without its record.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, compress, islice
 from typing import Any, Protocol, runtime_checkable
 
 from ._core import Contribution, pool_size, revalidate, rrf
@@ -36,6 +44,9 @@ __all__ = [
 LISTS = ("keyword", "vector")
 
 Where = Callable[[Any], Any]
+
+_first = operator.itemgetter(0)
+_second = operator.itemgetter(1)
 
 
 @runtime_checkable
@@ -67,9 +78,17 @@ class VectorIndex(Protocol):
 
 @runtime_checkable
 class RecordStore(Protocol):
-    """The live store: the record of an id, or None (missing, soft-deleted). A ``get_many(ids)``
-    method returning a mapping id -> record is used when present: ONE call per list (see
-    ``rankfusion.revalidate``)."""
+    """The live store: ``get(id)`` is the record of an id, or None (missing, soft-deleted).
+
+    Two batch methods are used when present (neither is required):
+
+    - ``live_ids(ids)``: the live ids among ``ids`` (any iterable of them, e.g. a set; ids
+      compare as dict keys do), without building records: ``hybrid_search``'s one liveness
+      check of both candidate lists when there is no ``where``;
+    - ``get_many(ids)``: a mapping id -> record of the live ones, ONE call for any number of
+      ids (see ``rankfusion.revalidate``): the records of the hits returned, or of every
+      candidate when ``where`` needs them or the store has no ``live_ids``.
+    """
 
     def get(self, id: Hashable) -> Any | None: ...
 
@@ -118,6 +137,83 @@ def _count(value: Any, name: str) -> int:
     return n
 
 
+class _Ids:
+    """A lookup that finds nothing and keeps the ids ``revalidate`` asks it for: the candidates'
+    ids, checked (pairs, hashable ids, real scores) and de-duplicated in first-seen order."""
+
+    def __init__(self) -> None:
+        self.ids: list = []
+
+    def get(self, id: Hashable) -> None:
+        return None
+
+    def get_many(self, ids: list) -> dict:
+        self.ids = ids
+        return {}
+
+
+def _tuple_pairs(candidates: Any) -> bool:
+    """Whether ``candidates`` is a list of (id, float) 2-tuples, as the indexes of this package
+    return them: then there is nothing for ``revalidate`` to check or convert but the ids."""
+    return type(candidates) is list and (
+        not candidates
+        or (
+            set(map(type, candidates)) == {tuple}
+            and set(map(len, candidates)) == {2}
+            and set(map(type, map(_second, candidates))) == {float}
+        )
+    )
+
+
+def _union(searches: list, tuple_pairs: bool) -> list:
+    """The ids of the candidates of every list, each once, in first-seen order (dict semantics).
+    Lists of (id, score) tuples are read directly; anything else goes through ``revalidate``,
+    which checks the candidates (pairs, hashable ids, real scores) and raises the error that
+    names a bad one. ``tuple_pairs``: every list is a list of 2-tuples (see ``_tuple_pairs``)."""
+    if tuple_pairs:
+        try:
+            return list(dict.fromkeys(chain.from_iterable(map(_first, c) for c in searches)))
+        except TypeError:
+            pass  # an unhashable id: revalidate names it below
+    union: dict = {}
+    for candidates in searches:
+        ids = _Ids()
+        revalidate(candidates, ids)
+        union.update(dict.fromkeys(ids.ids))
+    return list(union)
+
+
+def _records(store: Any, ids: list) -> dict:
+    """The live records of ``ids``, by id, looked up as ``revalidate`` looks them up: ONE
+    ``get_many(ids)`` call when the store has it (an Exception from it falls back to ``get``;
+    anything but a mapping is a TypeError), else ``get`` per id (an id whose ``get`` raises is
+    left out, as one that returns None)."""
+    get_many = getattr(store, "get_many", None)
+    if callable(get_many):
+        try:
+            found = get_many(ids)
+        except Exception:  # noqa: BLE001 -- as revalidate: fall back to get()
+            pass
+        else:
+            if not isinstance(found, Mapping):
+                raise TypeError(
+                    "store.get_many must return a mapping id -> record or None, "
+                    f"got {type(found).__name__}"
+                )
+            return {
+                id: record for id, record in zip(ids, map(found.get, ids)) if record is not None
+            }
+    records = {}
+    for id in ids:
+        try:
+            record = store.get(id)
+        except Exception:  # noqa: BLE001, S112 -- as revalidate: an erroring id is dropped
+            continue
+        if record is not None:
+            records[id] = record
+    return records
+
+
 def hybrid_search(
     store: RecordStore,
     text: str | None,
@@ -145,6 +241,13 @@ def hybrid_search(
       handed to indexes that declare ``"pre"`` or ``"post"`` filtering).
     - ``k`` and ``weights`` (keyword, vector) are RRF's; ``limit`` cuts the fused hits.
     - ``trace=True`` keeps each hit's contributions, with the raw per-list scores.
+    - ``limit``, ``window`` and ``multiplier`` are ints of any size: a huge one means no bound.
+
+    Both searches run first; then the union of their candidates is checked against ``store``
+    in one batched lookup (``live_ids`` when the store has it and there is no ``where``, else
+    the records by ``get_many``), so every hit returned was live at one instant. With the
+    ids-only check, the hits returned are then hydrated by one more batched call, and a hit
+    deleted in between is left out rather than returned without its record.
     """
     keywords: Any = store if keyword_index is None else keyword_index
     vectors: Any = store if vector_index is None else vector_index
@@ -154,34 +257,62 @@ def hybrid_search(
     window = limit if window is None else _count(window, "window")
     if where is not None and not callable(where):
         raise TypeError(f"where must be callable or None, got {type(where).__name__} {where!r}")
+    if not callable(getattr(store, "get", None)):
+        raise TypeError(f"store must have a get(id) method, got {type(store).__name__}")
 
-    lists: list[list] = []
+    searches: list = []
     for query, index, method in (
         (text, keywords, "keyword_search"),
         (vector, vectors, "vector_search"),
     ):
         if query is None or window == 0:
-            lists.append([])
+            searches.append([])
             continue
         filtering = getattr(index, "filtering", "none")
         pool = pool_size(window, filtering, multiplier)
         search = getattr(index, method)
         if where is not None and isinstance(filtering, str) and filtering in ("pre", "post"):
-            candidates = search(query, pool, where=where)  # the index applies the filter too
+            searches.append(search(query, pool, where=where))  # the index applies the filter too
         else:
-            candidates = search(query, pool)
-        lists.append(revalidate(candidates, store, where=where, limit=window))
+            searches.append(search(query, pool))
 
-    records: dict = {}
-    for live in lists:
-        for id, record, _ in live:
-            records.setdefault(id, record)
+    # One snapshot: the liveness (or the records) of both lists' candidates in ONE lookup.
+    tuple_pairs = all(map(_tuple_pairs, searches))
+    union = _union(searches, tuple_pairs)
+    live_ids = getattr(store, "live_ids", None)
+    records: Mapping | None = None  # the records of the union, when looked up
+    if where is None and callable(live_ids):
+        alive: Any = live_ids(union) if union else ()
+        if not isinstance(alive, (set, frozenset, dict)):
+            alive = set(alive)
+    else:
+        alive = records = _records(store, union) if union else {}
+    if where is None and tuple_pairs:
+        # (id, score) tuples and no `where`: revalidation keeps the live ones, in order
+        is_live = alive.__contains__
+        lists = [
+            list(islice(compress(c, map(is_live, map(_first, c))), min(window, len(c))))
+            for c in searches
+        ]
+    else:
+        lookup = records if records is not None else dict.fromkeys(alive, True)
+        lists = [
+            [(r.id, r.score) for r in revalidate(c, lookup, where=where, limit=window)]
+            for c in searches
+        ]
+
     hits = rrf(
-        [[r.id for r in live] for live in lists],
+        [list(map(_first, live)) for live in lists],
         k=k,
         weights=weights,
         limit=limit,
-        scores=[[r.score for r in live] for live in lists],
+        scores=[list(map(_second, live)) for live in lists],
         trace=trace,
     )
-    return [HybridHit(h.key, h.score, records[h.key], h.contributions) for h in hits]
+    if records is None:  # the ids-only check: the records of the hits returned, and only those
+        records = _records(store, [h.key for h in hits]) if hits else {}
+    return [
+        HybridHit(h.key, h.score, record, h.contributions)
+        for h, record in zip(hits, map(records.get, [h.key for h in hits]))
+        if record is not None
+    ]

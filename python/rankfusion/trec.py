@@ -44,6 +44,7 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import operator
 import os
 import sys
 import zlib
@@ -331,6 +332,32 @@ def _check_id(value: str, what: str) -> None:
         raise ValueError(f"{what} must be non-empty and contain no whitespace, got {value!r}")
 
 
+def _id_text(value: Any, what: str) -> str:
+    """An id to write: a str as it is, an int (numpy ints too, not bool) as its digits. Anything
+    else (None, a float, bytes) would be written as a text that no reader gives back."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, bool) and hasattr(type(value), "__index__"):
+        return str(operator.index(value))
+    raise ValueError(f"{what} must be a str or an int, got {type(value).__name__} {value!r}")
+
+
+def _score_value(score: Any, qid: str, docid: str) -> float:
+    """A score to write: a real number, not NaN (``read_run`` refuses NaN)."""
+    try:
+        if isinstance(score, (str, bytes, bytearray)):
+            raise TypeError
+        value = float(score)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"query {qid!r}: the score of doc {docid!r} must be a real number, "
+            f"got {type(score).__name__} {score!r}"
+        ) from None
+    if math.isnan(value):
+        raise ValueError(f"query {qid!r}: the score of doc {docid!r} is NaN (read_run refuses it)")
+    return value
+
+
 def _ranked_pairs(ranked: Any) -> Tuple[List[Any], List[Any]]:
     """(docids, scores) of a Ranking, a {docid: score} mapping, hits, or (docid, score) pairs."""
     if isinstance(ranked, Ranking):
@@ -344,17 +371,24 @@ def _ranked_pairs(ranked: Any) -> Tuple[List[Any], List[Any]]:
 
 
 def _run_lines(qid: str, docids: List[Any], scores: List[Any], tag: str) -> str:
-    """The lines of one query; checks ids (no whitespace) and writes floats exactly (repr)."""
+    """The lines of one query, scores written exactly (repr). Refuses what ``read_run`` would
+    not read back: ValueError naming the query and the doc for an id that is not a str or an
+    int, is empty or contains whitespace, and for a score that is not a real number or is NaN."""
+    if len(docids) != len(scores):
+        raise ValueError(f"query {qid!r}: {len(docids)} doc ids but {len(scores)} scores")
     if not docids:
         return ""
     if set(map(type, docids)) != {str}:
-        docids = [d if isinstance(d, str) else str(d) for d in docids]
+        docids = [_id_text(d, f"doc id of query {qid!r}") for d in docids]
     joined = "".join(docids)
     if not all(docids) or joined.split() != [joined]:  # an empty id, or whitespace in one
         for d in docids:
             _check_id(d, f"doc id of query {qid!r}")
     if set(map(type, scores)) != {float}:
-        scores = [float(s) for s in scores]
+        scores = [_score_value(s, qid, d) for d, s in zip(docids, scores)]
+    elif math.isnan(sum(scores)):  # a NaN, or inf + -inf: each is then checked
+        for d, s in zip(docids, scores):
+            _score_value(s, qid, d)
     head = f"{qid} Q0 "
     tail = f" {tag}\n"
     return "".join(
@@ -375,8 +409,14 @@ def write_run(
     ``(docid, score)`` pairs, or a ``{docid: score}`` mapping (in its own order). Scores are
     written exactly (shortest repr that reads back as the same float64). ``path`` is a file name
     (gzip'd when it ends with ``.gz``; written atomically: a temporary file renamed into place, so
-    an error leaves nothing behind) or an open text file. Raises ValueError when the tag, a qid or
-    a doc id is empty or contains whitespace (nothing is written then).
+    an error leaves nothing behind) or an open text file (every query is formatted before the
+    first character is written to it, so an error writes nothing there either).
+
+    It writes only what :func:`read_run` reads back: ids are ``str`` or ``int`` (numpy ints too;
+    written as their digits), scores real numbers (``inf`` included). Raises ValueError, naming
+    the query and the doc, when the tag, a qid or a doc id is empty, contains whitespace or is
+    of another type (None, a float, bytes), when a score is not a real number or is NaN, or when
+    a Ranking's doc ids and scores differ in length; nothing is written then.
     """
     _check_id(tag, "tag")
     if isinstance(path, (str, os.PathLike)):
@@ -392,36 +432,42 @@ def write_run(
 
 
 def _write_run_to(run: Mapping[Any, Any], out: IO[str], tag: str, progress: Any) -> None:
+    """Formats every query, then writes: an error leaves ``out`` untouched."""
     items: Iterable = run.items()
     bar = _progress_bar(progress, len(run), "writing", unit="query")
+    texts = []
     for qid, ranked in items:
-        qid = qid if isinstance(qid, str) else str(qid)
+        qid = _id_text(qid, "qid")
         _check_id(qid, "qid")
-        # Rankings and fused hits of str ids are formatted by the core (None: anything else)
+        # Rankings and fused hits of str ids and non-NaN float scores are formatted by the core
+        # (None: anything else, which the Python formatter converts or refuses)
         text = None
         if isinstance(ranked, Ranking):
-            text = _core._run_lines(qid, ranked.docids, ranked.scores, tag)
+            if len(ranked.docids) == len(ranked.scores):
+                text = _core._run_lines(qid, ranked.docids, ranked.scores, tag)
         elif type(ranked) is list:
             text = _core._run_lines(qid, ranked, None, tag)
         if text is None:
             docids, scores = _ranked_pairs(ranked)
             text = _run_lines(qid, docids, scores, tag)
-        out.write(text)
+        texts.append(text)
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
+    out.writelines(texts)
 
 
 def write_qrels(qrels: Mapping[Any, Mapping[Any, int]], path: Union[PathLike, IO[str]]) -> None:
     """Write qrels as ``qid 0 docid gain`` lines (atomically, gzip'd for ``.gz``; see
-    :func:`write_run`). Raises ValueError for a non-integer gain or an id with whitespace."""
+    :func:`write_run`). Ids are ``str`` or ``int``, as for :func:`write_run`. Raises ValueError
+    for a non-integer gain, or an id that is empty, contains whitespace or is of another type."""
     lines = []
     for qid, judged in qrels.items():
-        qid = str(qid)
+        qid = _id_text(qid, "qid")
         _check_id(qid, "qid")
         for docid, gain in judged.items():
-            docid = str(docid)
+            docid = _id_text(docid, f"doc id of query {qid!r}")
             _check_id(docid, f"doc id of query {qid!r}")
             if isinstance(gain, bool) or not isinstance(gain, int):
                 if type(gain) is float and gain.is_integer():
@@ -545,6 +591,11 @@ def _read_run_files(
     return files
 
 
+def _no_bound_if_huge(n: Any) -> Any:
+    """None (no bound) for an int beyond ``sys.maxsize``, longer than any list; else ``n``."""
+    return None if isinstance(n, int) and n > sys.maxsize else n
+
+
 def _fuse_run_files(
     files: Sequence[Any],
     *,
@@ -560,15 +611,17 @@ def _fuse_run_files(
     (from :func:`_read_run_files`) hold: fused and formatted by the core (``rust/trec_fuse.rs``)
     with the GIL released, without a Python object per line. Raises what ``fuse`` raises for
     the first query that fails (ValueError naming the query), and ValueError for a bad tag.
+    A ``window`` or ``limit`` too large for the core (beyond 64 bits) means "no bound", as in
+    ``rrf``: no list can be that long.
     """
     _check_id(tag, "tag")
     return _core._fuse_run_files(
         list(files),
         k=k,
         weights=None if weights is None else [float(w) for w in weights],
-        window=window,
+        window=_no_bound_if_huge(window),
         duplicates=duplicates,
-        limit=limit,
+        limit=_no_bound_if_huge(limit),
         tag=tag.encode("utf-8", "surrogateescape"),
     )
 

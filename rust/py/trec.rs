@@ -175,8 +175,9 @@ fn id_bytes<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
 ///
 /// Returns None, writing nothing, for anything else: an item that is not a Hit, a doc id that
 /// is not an exact str or is empty or contains whitespace or a lone surrogate, a score that is
-/// not an exact float. The caller then formats the query itself (converting, or raising the
-/// error that names the bad id). `qid` and `tag` are checked by the caller.
+/// not an exact float or is NaN (which the reader refuses). The caller then formats the query
+/// itself (converting, or raising the error that names the bad id or score). `qid` and `tag`
+/// are checked by the caller.
 #[pyfunction]
 #[pyo3(name = "_run_lines")]
 fn run_lines<'py>(
@@ -222,6 +223,9 @@ fn run_lines<'py>(
                 let (Some(docid), Ok(score)) = (id_bytes(&key), score.cast::<PyFloat>()) else {
                     return Ok(None);
                 };
+                if score.value().is_nan() {
+                    return Ok(None);
+                }
                 line(&mut out, i + 1, docid.as_bytes(), score.value());
             }
         }
@@ -241,7 +245,11 @@ fn run_lines<'py>(
                 let Ok(score) = item.cast_exact::<PyFloat>() else {
                     return Ok(None);
                 };
-                values.push(score.value());
+                let value = score.value();
+                if value.is_nan() {
+                    return Ok(None);
+                }
+                values.push(value);
             }
             out.reserve(ids.len() * (qid.len() + tag.len() + 40));
             for (i, (docid, &score)) in ids.iter().zip(&values).enumerate() {
