@@ -10,10 +10,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
+use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use crate::error::{At, Error, Key};
-use crate::fusion::{trace, IdTable, Plan, Rows, Trace, Workspace};
+use crate::fusion::{params, trace, Hasher, IdTable, Plan, Rows, Trace, Workspace};
 use crate::memory;
 use crate::pool;
 
@@ -45,15 +46,27 @@ impl<'a> IdMatrix<'a> {
     }
 }
 
+/// What a batch fuses besides its id matrices: per list None or its raw scores, a (rows, cols)
+/// matrix aligned with the list's ids (row-major; the score of a pad is never read), and the
+/// boost's values by id.
+#[derive(Clone, Copy, Default)]
+pub struct Extra<'a> {
+    pub scores: &'a [Option<&'a [f64]>],
+    pub boost: Option<&'a HashMap<i64, f64, Hasher>>,
+}
+
+/// One entry of a hit's trace per list: (list, best rank, contribution, normalised value).
+type TraceEntry = (u32, u32, f64, f64);
+
 /// The fused rows of one chunk, compact: `counts[r]` hits for row r, their ids and scores back
-/// to back; with traces, per hit `trace_offsets` into (list, rank, contribution) entries.
+/// to back; with traces, per hit `trace_offsets` into its per-list entries.
 #[derive(Default)]
 struct Chunk {
     counts: Vec<usize>,
     ids: Vec<i64>,
     scores: Vec<f64>,
     trace_offsets: Vec<usize>,
-    trace: Vec<(u32, u32, f64)>,
+    trace: Vec<TraceEntry>,
 }
 
 /// Every row fused, before the output arrays exist.
@@ -97,6 +110,7 @@ pub fn threads_for(entries: usize, n_threads: usize) -> usize {
 /// order) that cannot be fused, located `At::Row` with the key it is about.
 pub fn fuse_batch(
     lists: &[IdMatrix<'_>],
+    extra: Extra<'_>,
     plan: &Plan,
     pad: i64,
     trace: bool,
@@ -140,6 +154,7 @@ pub fn fuse_batch(
         fuse_chunk(
             state,
             lists,
+            extra,
             &plan,
             pad,
             trace,
@@ -208,6 +223,7 @@ impl RowState {
 fn fuse_chunk(
     state: &mut RowState,
     lists: &[IdMatrix<'_>],
+    extra: Extra<'_>,
     plan: &Plan,
     pad: i64,
     trace: bool,
@@ -229,13 +245,33 @@ fn fuse_chunk(
         values,
     } = state;
     let mut row_lists: Vec<&[i64]> = Vec::with_capacity(lists.len());
+    let mut row_scores: Vec<Option<&[f64]>> = Vec::with_capacity(extra.scores.len());
     for q in rows {
         if q > first_error.load(AtomicOrdering::Relaxed) {
             break; // an earlier row failed: this chunk's result will not be used
         }
         row_lists.clear();
         row_lists.extend(lists.iter().map(|l| l.row(q)));
-        let fused = ws.fuse(&mut Rows::new(&row_lists, Some(pad), table), plan);
+        row_scores.clear();
+        row_scores.extend(
+            extra
+                .scores
+                .iter()
+                .zip(lists)
+                .map(|(s, l)| s.map(|s| &s[q * l.cols()..(q + 1) * l.cols()])),
+        );
+        let fused = check_row_scores(&row_lists, &row_scores, pad)
+            .and_then(|()| {
+                ws.fuse(
+                    &mut Rows::new(&row_lists, Some(pad), table),
+                    &row_scores,
+                    plan,
+                )
+            })
+            .and_then(|()| match extra.boost {
+                Some(boost) => ws.boost(plan, |_, key, _| Ok::<_, Error>(boost.get(&key).copied())),
+                None => Ok(()),
+            });
         if let Err(error) = fused {
             first_error.fetch_min(q, AtomicOrdering::Relaxed);
             let error = error
@@ -249,11 +285,11 @@ fn fuse_chunk(
         chunk.ids.extend(page.iter().map(|&id| ws.key(id)));
         chunk.scores.extend(page.iter().map(|&id| ws.score(id)));
         if trace {
-            ws.trace(plan, page_trace);
+            ws.trace(plan, &row_scores, page_trace);
             for j in 0..page_trace.len() {
                 chunk.trace_offsets.push(chunk.trace.len());
-                trace::per_list(page_trace.hit(j), values, |list, rank, sum| {
-                    chunk.trace.push((list, rank as u32, sum))
+                trace::per_list(page_trace.hit(j), values, |list, rank, sum, normalized| {
+                    chunk.trace.push((list, rank as u32, sum, normalized))
                 });
             }
         }
@@ -264,14 +300,30 @@ fn fuse_chunk(
     Ok(chunk)
 }
 
+/// The scores of one row are finite where an id is (the score of a pad is never read).
+fn check_row_scores(rows: &[&[i64]], scores: &[Option<&[f64]>], pad: i64) -> Result<(), Error> {
+    for (i, (ids, s)) in rows.iter().zip(scores).enumerate() {
+        if let Some(s) = s {
+            for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
+                if id != pad {
+                    params::finite(&format!("scores[{i}][{j}]"), x)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The output arrays of [`Fused::write`], row-major: ids and scores (rows, width), counts
-/// (rows,), and with traces ranks and contributions (rows, width, lists), which must be zeroed.
+/// (rows,), and with traces ranks, contributions and (when wanted) normalised values (rows,
+/// width, lists), which must be zeroed.
 pub struct Output<'a> {
     pub ids: &'a mut [i64],
     pub scores: &'a mut [f64],
     pub counts: &'a mut [i64],
     pub ranks: Option<&'a mut [i32]>,
     pub contributions: Option<&'a mut [f64]>,
+    pub normalized: Option<&'a mut [f64]>,
 }
 
 impl Fused {
@@ -300,7 +352,7 @@ impl Fused {
         assert_eq!(out.scores.len(), self.rows * w);
         assert_eq!(out.counts.len(), self.rows);
         let (cr, wl) = (self.chunk_rows, w * l);
-        let (ranks, contributions) = (out.ranks, out.contributions);
+        let (ranks, contributions, normalized) = (out.ranks, out.contributions, out.normalized);
         if self.trace {
             assert_eq!(ranks.as_deref().map(<[i32]>::len), Some(self.rows * wl));
             assert_eq!(
@@ -331,10 +383,24 @@ impl Fused {
             for (r, &n) in c.counts.iter().enumerate() {
                 for j in 0..n {
                     let entries = &c.trace[c.trace_offsets[hit]..c.trace_offsets[hit + 1]];
-                    for &(list, rank, value) in entries {
+                    for &(list, rank, value, _) in entries {
                         let at = (r * w + j) * l + list as usize;
                         ranks[at] = rank as i32;
                         contributions[at] = value;
+                    }
+                    hit += 1;
+                }
+            }
+        };
+        let normalized_chunk = |(c, normalized): (&Chunk, &mut [f64])| {
+            let mut hit = 0;
+            for (r, &n) in c.counts.iter().enumerate() {
+                for j in 0..n {
+                    let entries = &c.trace[c.trace_offsets[hit]..c.trace_offsets[hit + 1]];
+                    for &(list, _, _, v) in entries {
+                        if !v.is_nan() {
+                            normalized[(r * w + j) * l + list as usize] = v;
+                        }
                     }
                     hit += 1;
                 }
@@ -344,6 +410,7 @@ impl Fused {
             (Some(r), Some(c)) if self.trace && wl > 0 => Some((r, c)),
             _ => None,
         };
+        let normalized = normalized.filter(|_| self.trace && wl > 0);
         let (ids, scores) = (out.ids, out.scores);
         let n_threads = if self.rows * w < PARALLEL_WRITE_MIN_CELLS {
             1
@@ -365,6 +432,12 @@ impl Fused {
                         .zip(r.par_chunks_mut(cr * wl).zip(c.par_chunks_mut(cr * wl)))
                         .for_each(trace_chunk);
                 }
+                if let Some(v) = normalized {
+                    self.chunks
+                        .par_iter()
+                        .zip(v.par_chunks_mut(cr * wl))
+                        .for_each(normalized_chunk);
+                }
             } else {
                 self.chunks
                     .iter()
@@ -375,6 +448,12 @@ impl Fused {
                         .iter()
                         .zip(r.chunks_mut(cr * wl).zip(c.chunks_mut(cr * wl)))
                         .for_each(trace_chunk);
+                }
+                if let Some(v) = normalized {
+                    self.chunks
+                        .iter()
+                        .zip(v.chunks_mut(cr * wl))
+                        .for_each(normalized_chunk);
                 }
             }
         });
@@ -391,17 +470,19 @@ pub struct BatchOutput {
     pub counts: Vec<i64>,
     pub ranks: Option<Vec<i32>>,
     pub contributions: Option<Vec<f64>>,
+    pub normalized: Option<Vec<f64>>,
 }
 
 /// Both phases of a batch, into new vectors.
 pub fn fuse_batch_into_vecs(
     lists: &[IdMatrix<'_>],
+    extra: Extra<'_>,
     plan: &Plan,
     pad: i64,
     trace: bool,
     n_threads: usize,
 ) -> Result<BatchOutput, Error> {
-    let fused = fuse_batch(lists, plan, pad, trace, n_threads)?;
+    let fused = fuse_batch(lists, extra, plan, pad, trace, n_threads)?;
     let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
     let mut out = BatchOutput {
         rows: q,
@@ -411,6 +492,7 @@ pub fn fuse_batch_into_vecs(
         counts: vec![0; q],
         ranks: trace.then(|| vec![0; q * w * l]),
         contributions: trace.then(|| vec![0.0; q * w * l]),
+        normalized: trace.then(|| vec![0.0; q * w * l]),
     };
     fused.write(Output {
         ids: &mut out.ids,
@@ -418,6 +500,7 @@ pub fn fuse_batch_into_vecs(
         counts: &mut out.counts,
         ranks: out.ranks.as_deref_mut(),
         contributions: out.contributions.as_deref_mut(),
+        normalized: out.normalized.as_deref_mut(),
     });
     Ok(out)
 }
@@ -448,7 +531,7 @@ mod tests {
         threads: usize,
     ) -> Result<BatchOutput, Error> {
         let plan = params.plan(mats.len())?;
-        fuse_batch_into_vecs(mats, &plan, -1, trace, threads)
+        fuse_batch_into_vecs(mats, Extra::default(), &plan, -1, trace, threads)
     }
 
     fn random_params(rng: &mut Rng, n_lists: usize) -> Params {

@@ -47,17 +47,34 @@ pub enum Problem {
     Invalid { argument: String, message: String },
     /// `duplicates="error"` and a key repeats inside one list: `key` is the repeat.
     DuplicateKey { key: KeyRef },
-    /// A fused score that is not finite (huge weights); `normalized`: it was the score divided
-    /// by the normaliser. `key` is the key's first occurrence.
+    /// A score that is not finite (huge weights, an overflowing normalisation); `stage` says
+    /// which. `key` is the key's first occurrence.
     NonFiniteScore {
         key: KeyRef,
         score: f64,
-        normalized: bool,
+        stage: Stage,
+    },
+    /// A normalised value of a key's occurrence in list `list` that is not finite.
+    NonFiniteNormalized {
+        key: KeyRef,
+        list: usize,
+        value: f64,
     },
     /// A malformed TREC file (`TrecFormatError`).
     Malformed(Reason),
-    /// A fused score the TREC writer cannot write.
-    Unwritable(f64),
+}
+
+/// Which score of a key is not finite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// RRF's sum of contributions (its weights are too large).
+    Rrf,
+    /// RRF's sum divided by normalize=True's normaliser.
+    Normalized,
+    /// Another method's fused score.
+    Fused,
+    /// The fused score plus the boost.
+    Boosted,
 }
 
 /// Where it is wrong.
@@ -112,15 +129,18 @@ impl Error {
     /// The key the error is about, if any.
     pub fn key(&self) -> Option<&KeyRef> {
         match &self.problem {
-            Problem::DuplicateKey { key } | Problem::NonFiniteScore { key, .. } => Some(key),
+            Problem::DuplicateKey { key }
+            | Problem::NonFiniteScore { key, .. }
+            | Problem::NonFiniteNormalized { key, .. } => Some(key),
             _ => None,
         }
     }
 
     /// The same error with the key it is about (if any) looked up by `lookup(list, position)`.
     pub fn with_key(mut self, lookup: impl FnOnce(usize, usize) -> Option<Key>) -> Self {
-        if let Problem::DuplicateKey { key } | Problem::NonFiniteScore { key, .. } =
-            &mut self.problem
+        if let Problem::DuplicateKey { key }
+        | Problem::NonFiniteScore { key, .. }
+        | Problem::NonFiniteNormalized { key, .. } = &mut self.problem
         {
             key.key = lookup(key.list, key.position);
         }
@@ -145,23 +165,32 @@ impl Error {
             Problem::NonFiniteScore {
                 key: k,
                 score,
-                normalized,
+                stage,
             } => {
-                let score = crate::trec::pyrepr::float(*score);
-                if *normalized {
-                    format!(
-                        "the normalized score of key {} is not finite ({score})",
-                        key(k)
-                    )
-                } else {
-                    format!(
-                        "the score of key {} is not finite ({score}): weights too large",
-                        key(k)
-                    )
+                let (k, score) = (key(k), crate::trec::pyrepr::float(*score));
+                match stage {
+                    Stage::Rrf => {
+                        format!("the score of key {k} is not finite ({score}): weights too large")
+                    }
+                    Stage::Normalized => {
+                        format!("the normalized score of key {k} is not finite ({score})")
+                    }
+                    Stage::Fused => format!("the fused score of key {k} is not finite ({score})"),
+                    Stage::Boosted => {
+                        format!("the boosted score of key {k} is not finite ({score})")
+                    }
                 }
             }
+            Problem::NonFiniteNormalized {
+                key: k,
+                list,
+                value,
+            } => format!(
+                "the normalized score of key {} in lists[{list}] is not finite ({})",
+                key(k),
+                crate::trec::pyrepr::float(*value)
+            ),
             Problem::Malformed(reason) => reason.render(text),
-            Problem::Unwritable(value) => format!("cannot write the fused score {value:?}"),
         }
     }
 

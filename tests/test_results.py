@@ -67,7 +67,7 @@ def test_constructors_make_what_the_functions_return(impl):
         (lambda: rf.Hit("a", "x"), TypeError, "Hit.score must be a real number"),
         (lambda: rf.Hit(["unhashable"], 1.0), TypeError, "Hit.key must be hashable"),
         (lambda: rf.Hit("a"), TypeError, "missing required argument 'score'"),
-        (lambda: rf.Hit("a", 1.0, None, 4), TypeError, "at most 3 arguments"),
+        (lambda: rf.Hit("a", 1.0, None, 1.0, 1.0, 0.0, 4), TypeError, "at most 6 arguments"),
         (lambda: rf.Hit("a", 1.0, key="b"), TypeError, "multiple values for argument 'key'"),
         (lambda: rf.Hit("a", 1.0, colour=1), TypeError, "unexpected keyword argument 'colour'"),
         (
@@ -75,7 +75,7 @@ def test_constructors_make_what_the_functions_return(impl):
             ValueError,
             "Contribution.list_index must be >= 0",
         ),
-        (lambda: rf.Contribution(0, 0, 1.0, 1.0), ValueError, "Contribution.rank must be >= 1"),
+        (lambda: rf.Contribution(0, -1, 1.0, 1.0), ValueError, "Contribution.rank must be >= 0"),
         (lambda: rf.Contribution(0, 1, True, 1.0), TypeError, "Contribution.weight must be a real"),
         (lambda: rf.BatchResult("a", "b", "c"), TypeError, "BatchResult.ids must be a 2-D int64"),
         (

@@ -1,6 +1,6 @@
 """Type stubs for the Rust core (``rankfusion._core``). Checked by ``mypy.stubtest`` in the tests."""
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Optional, final
 
 import numpy as np
@@ -17,17 +17,23 @@ __all__ = [
     "_parse_run",
     "_parse_run_files",
     "_run_lines",
+    "fuse",
     "rrf",
+    "fuse_batch",
     "rrf_batch",
     "rrf_many",
 ]
 
 @final
 class Contribution(tuple[int, int, float, float, Optional[float]]):
-    """One counted occurrence of a key: ``weight / (k + rank)`` from list ``list_index``.
+    """What one list gave a hit: the tuple ``(list_index, rank, weight, contribution, score)``.
 
-    A tuple of its five fields; ``Contribution(list_index, rank, weight, contribution,
-    score=None)`` checks them (list_index an int >= 0, rank an int >= 1, the others reals).
+    ``rank`` is the 1-based position in list ``list_index`` (0 for a list that does not hold the
+    key but still gives it a value: borda's unranked share, a mean's zero); ``score`` the list's
+    raw score (None where unknown) and ``normalized`` (an attribute, not unpacked) what the
+    method's normalisation made of it. ``Contribution(list_index, rank, weight, contribution,
+    score=None, normalized=None)`` checks them (list_index an int >= 0, rank an int >= 0, the
+    others reals).
     """
 
     @property
@@ -41,6 +47,9 @@ class Contribution(tuple[int, int, float, float, Optional[float]]):
     @property
     def score(self) -> Optional[float]:
         """The list's own raw score for this item, when ``scores=`` was passed."""
+    @property
+    def normalized(self) -> Optional[float]:
+        """The value the normalisation gave it (score-based methods), else None."""
     def __new__(
         cls,
         list_index: int,
@@ -48,16 +57,18 @@ class Contribution(tuple[int, int, float, float, Optional[float]]):
         weight: float,
         contribution: float,
         score: Optional[float] = None,
+        normalized: Optional[float] = None,
     ) -> Contribution: ...
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data; ``score`` only where known."""
+        """Plain JSON-ready data; ``score`` and ``normalized`` only where known."""
 
 @final
 class Hit(tuple[Any, float]):
-    """A fused hit: the tuple ``(key, score)``; ``contributions`` is None unless ``trace=True``.
+    """A fused hit: the tuple ``(key, score)``; its trace (``contributions``, ``factor``,
+    ``divisor``, ``boost``) is None unless ``trace=True``.
 
-    ``Hit(key, score, contributions=None)`` checks its fields (a hashable key, a real score, a
-    tuple of Contribution).
+    ``Hit(key, score, contributions=None, factor=None, divisor=None, boost=None)`` checks its
+    fields (a hashable key, real score/factor/divisor/boost, a tuple of Contribution).
     """
 
     @property
@@ -66,14 +77,26 @@ class Hit(tuple[Any, float]):
     def score(self) -> float: ...
     @property
     def contributions(self) -> Optional[tuple[Contribution, ...]]: ...
+    @property
+    def factor(self) -> Optional[float]:
+        """What the method multiplied the sum of the contributions by (mnz's |present|, ...)."""
+    @property
+    def divisor(self) -> Optional[float]:
+        """What the method divided it by (anz's |present|, a mean's weight sum, ...)."""
+    @property
+    def boost(self) -> Optional[float]:
+        """What the boost added (``boost_weight * (v - min) / (max - min)``)."""
     def __new__(
         cls,
         key: Any,
         score: float,
         contributions: Optional[Iterable[Contribution]] = None,
+        factor: Optional[float] = None,
+        divisor: Optional[float] = None,
+        boost: Optional[float] = None,
     ) -> Hit: ...
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data: ``key``, ``score`` and, when traced, ``contributions``."""
+        """Plain JSON-ready data: ``key``, ``score`` and, when traced, the rest of the trace."""
 
 def rrf(
     lists: Iterable[Iterable[Hashable]],
@@ -125,6 +148,61 @@ def rrf(
             a score overflowing to infinity).
         Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
         or only empty lists) is not an error: it gives [].
+    """
+
+def fuse(
+    lists: Iterable[Iterable[Hashable]],
+    *,
+    method: str = "rrf",
+    norm: Optional[str] = None,
+    k: float = 60,
+    weights: Optional[Iterable[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: Optional[int] = None,
+    min_score: Optional[float] = None,
+    normalize: bool = False,
+    scores: Optional[Iterable[Optional[Iterable[float]]]] = None,
+    lower_is_better: Optional[Iterable[bool]] = None,
+    phi: Optional[float] = None,
+    gamma: Optional[float] = None,
+    sigma: Optional[float] = None,
+    boost: Optional[Mapping[Any, float]] = None,
+    boost_weight: Optional[float] = None,
+    trace: bool = False,
+) -> list[Hit]:
+    """Fusion of ranked lists (each best first) by ``method``: RRF and the rank- and score-based
+    methods of ranx, Elasticsearch, OpenSearch, Qdrant and Weaviate, traced.
+
+    Every formula and edge case: docs/semantics.md, "Fusion methods". ``rrf(...)`` equals
+    ``fuse(..., method="rrf")``.
+
+    Args:
+        lists: iterables of hashable keys, best first; a key's rank is its 1-based position.
+        method: rank-based "rrf", "rbc", "isr", "log_isr", "logn_isr", "bordafuse",
+            "condorcet"; score-based "sum", "wsum", "mnz", "anz", "gmnz", "max", "min", "med",
+            "wmnz", "mixed", "dbsf", "relative_score", "arithmetic_mean", "geometric_mean",
+            "harmonic_mean".
+        norm: a score-based method's normalisation: "none", "min-max", "max", "sum",
+            "z-score", "l2", "rank", "borda", "dbsf" (dbsf and relative_score have their own).
+        k: rrf's constant. weights: one finite real per list, weighted methods only.
+        window, duplicates, tie_break, offset, limit, min_score: as rrf's. normalize: rrf only.
+        scores: per list its raw scores (finite reals) aligned with the list, or None.
+        lower_is_better: per list, True when its scores are distances.
+        phi: rbc's persistence (0 <= phi < 1). gamma: gmnz's exponent. sigma: logn_isr's
+            (0 <= sigma <= 1, default 0.01).
+        boost, boost_weight: key -> finite value, and its weight (both or neither).
+        trace: give every hit its contributions, factor, divisor and boost.
+
+    Returns:
+        A list of Hit, best first.
+
+    Raises:
+        TypeError / ValueError naming the argument, as rrf. A parameter given to a method that
+        does not use it is a ValueError naming both; so is a score-based method without the
+        scores it reads, and a fused, normalised or boosted score that is not finite.
     """
 
 # --- Candidate revalidation ------------------------------------------------------------------------
@@ -187,7 +265,7 @@ def revalidate_batch(
 
 @final
 class BatchResult(tuple[Any, Any, Any]):
-    """The result of ``rrf_batch``: the tuple ``(ids, scores, counts)``."""
+    """The result of ``rrf_batch`` and ``fuse_batch``: the tuple ``(ids, scores, counts)``."""
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
@@ -204,6 +282,9 @@ class BatchResult(tuple[Any, Any, Any]):
     @property
     def contributions(self) -> Optional[npt.NDArray[np.float64]]:
         """(Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 if absent."""
+    @property
+    def normalized(self) -> Optional[npt.NDArray[np.float64]]:
+        """(Q, W, L) float64 with fuse_batch's trace: the normalised value in list l."""
     def __new__(
         cls,
         ids: Any,
@@ -211,6 +292,7 @@ class BatchResult(tuple[Any, Any, Any]):
         counts: Any,
         ranks: Any = None,
         contributions: Any = None,
+        normalized: Any = None,
     ) -> BatchResult: ...
 
 def rrf_batch(
@@ -230,6 +312,34 @@ def rrf_batch(
     threads: Optional[int] = None,
 ) -> BatchResult:
     """RRF of Q queries at once over 2-D integer id arrays (Q, N_i) padded with ``pad``."""
+
+def fuse_batch(
+    ids: Iterable[Any],
+    scores: Optional[Iterable[Any]] = None,
+    *,
+    pad: int = -1,
+    method: str = "rrf",
+    norm: Optional[str] = None,
+    k: float = 60,
+    weights: Optional[Iterable[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: Optional[int] = None,
+    min_score: Optional[float] = None,
+    normalize: bool = False,
+    lower_is_better: Optional[Iterable[bool]] = None,
+    phi: Optional[float] = None,
+    gamma: Optional[float] = None,
+    sigma: Optional[float] = None,
+    boost: Optional[Mapping[int, float]] = None,
+    boost_weight: Optional[float] = None,
+    trace: bool = False,
+    threads: Optional[int] = None,
+) -> BatchResult:
+    """``fuse`` of Q queries at once over 2-D integer id arrays (Q, N_i) padded with ``pad``
+    and, per list, None or a (Q, N_i) real score array: row q equals ``fuse`` of row q."""
 
 def rrf_many(
     queries: Iterable[Iterable[Iterable[Hashable]]],

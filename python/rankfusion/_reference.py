@@ -16,16 +16,20 @@ import math
 import numbers
 import operator
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, NamedTuple, Optional, Sequence
 
 __all__ = [
     "BatchResult",
     "Contribution",
     "Hit",
+    "METHODS",
+    "NORMS",
     "Revalidated",
     "RevalidatedBatch",
     "canonical_sum",
+    "fuse",
+    "fuse_batch",
     "pool_size",
     "revalidate",
     "revalidate_batch",
@@ -43,35 +47,68 @@ TIE_BREAKS = ("best_rank", "key")
 # further field (Hit.contributions, BatchResult.ranks) is an attribute only.
 
 
-class Contribution(NamedTuple):
-    """One counted occurrence of a key: ``weight / (k + rank)`` from list ``list_index``."""
+class _Record(tuple):
+    """A tuple with names, immutable: its further fields are set once, by ``_set``."""
 
-    list_index: int
-    rank: int
-    weight: float
-    contribution: float
-    score: Optional[float] = None  # the list's own raw score, when the caller passed it
+    def _set(self, **fields) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class Contribution(_Record):
+    """What one list gave a hit: the tuple ``(list_index, rank, weight, contribution, score)``.
+
+    ``rank`` is the 1-based rank of the counted occurrence, or 0 when the key is not in that list
+    and the method still gives it a value there (bordafuse, the borda norm, arithmetic_mean);
+    ``contribution`` is the term the method adds (RRF: ``weight / (k + rank)``); ``score`` the
+    list's raw score for the item when known; ``normalized`` (an attribute only) the value the
+    normalisation gave it, for score-based methods.
+    """
+
+    def __new__(cls, list_index, rank, weight, contribution, score=None, normalized=None):
+        c = super().__new__(cls, (list_index, rank, weight, contribution, score))
+        c._set(normalized=normalized)
+        return c
+
+    list_index = property(operator.itemgetter(0))
+    rank = property(operator.itemgetter(1))
+    weight = property(operator.itemgetter(2))
+    contribution = property(operator.itemgetter(3))
+    score = property(operator.itemgetter(4))
+
+    def __reduce__(self):
+        return (type(self), (*self, self.normalized))
 
     def to_dict(self) -> dict:
-        d = self._asdict()
-        if self.score is None:
-            del d["score"]
+        d = {"list_index": self.list_index, "rank": self.rank, "weight": self.weight}
+        d["contribution"] = self.contribution
+        if self.score is not None:
+            d["score"] = self.score
+        if self.normalized is not None:
+            d["normalized"] = self.normalized
         return d
 
 
-class Hit(tuple):
-    """A fused hit: the tuple ``(key, score)``; ``contributions`` is None unless ``trace=True``."""
+class Hit(_Record):
+    """A fused hit: the tuple ``(key, score)``. With ``trace=True``, its ``contributions`` and what
+    its method did with them: ``factor`` (what their sum was multiplied by: CombMNZ's number of
+    lists, ...), ``divisor`` (what it was divided by: CombANZ's number of lists, a mean's
+    weights, ...) and ``boost`` (what the boost added); each None where it does not apply."""
 
-    def __new__(cls, key: Any, score: float, contributions: Optional[tuple] = None) -> Hit:
+    def __new__(cls, key, score, contributions=None, factor=None, divisor=None, boost=None) -> Hit:
         hit = super().__new__(cls, (key, score))
-        hit.contributions = contributions
+        hit._set(contributions=contributions, factor=factor, divisor=divisor, boost=boost)
         return hit
 
     key = property(operator.itemgetter(0))
     score = property(operator.itemgetter(1))
 
     def __reduce__(self):
-        return (type(self), (self.key, self.score, self.contributions))
+        details = (self.contributions, self.factor, self.divisor, self.boost)
+        return (type(self), (self.key, self.score, *details))
 
     def __repr__(self) -> str:
         traced = "" if self.contributions is None else f", contributions={self.contributions!r}"
@@ -81,10 +118,13 @@ class Hit(tuple):
         d = {"key": self.key, "score": self.score}
         if self.contributions is not None:
             d["contributions"] = [c.to_dict() for c in self.contributions]
+        for name in ("factor", "divisor", "boost"):
+            if getattr(self, name) is not None:
+                d[name] = getattr(self, name)
         return d
 
 
-class BatchResult(tuple):
+class BatchResult(_Record):
     """The result of ``rrf_batch``: the tuple ``(ids, scores, counts)``.
 
     ``ids`` (Q, W) int64 padded with the pad value, ``scores`` (Q, W) float64 padded with NaN,
@@ -94,9 +134,12 @@ class BatchResult(tuple):
     contribution unless duplicates="sum"), 0.0 where absent; both None otherwise.
     """
 
-    def __new__(cls, ids, scores, counts, ranks=None, contributions=None) -> BatchResult:
+    def __new__(
+        cls, ids, scores, counts, ranks=None, contributions=None, normalized=None
+    ) -> BatchResult:
         result = super().__new__(cls, (ids, scores, counts))
-        result.ranks, result.contributions = ranks, contributions
+        # normalized: (Q, W, L), with fuse_batch's traces
+        result._set(ranks=ranks, contributions=contributions, normalized=normalized)
         return result
 
     ids = property(operator.itemgetter(0))
@@ -244,9 +287,54 @@ def _matrix(value: Any, name: str, kinds: str, what: str):
 
 
 @dataclass(frozen=True)
-class _Options:
-    """The checked keyword arguments that rrf, rrf_batch and rrf_many share."""
+class _Method:
+    """What a fusion method needs: ``kind`` "rank" (its values come from the ranks) or "score"
+    (from the lists' scores, normalised); whether it takes ``weights``; the parameters it takes;
+    a normalisation of its own (None: the caller's ``norm``)."""
 
+    kind: str
+    weighted: bool
+    params: tuple = ()
+    norm: Optional[str] = None
+
+
+METHODS = {
+    # rank-based
+    "rrf": _Method("rank", True, ("k", "normalize")),
+    "rbc": _Method("rank", True, ("phi",)),
+    "isr": _Method("rank", False),
+    "log_isr": _Method("rank", False),
+    "logn_isr": _Method("rank", False, ("sigma",)),
+    "bordafuse": _Method("rank", True),
+    "condorcet": _Method("rank", True),
+    # score-based
+    "sum": _Method("score", False),
+    "wsum": _Method("score", True),
+    "mnz": _Method("score", False),
+    "anz": _Method("score", False),
+    "gmnz": _Method("score", False, ("gamma",)),
+    "max": _Method("score", False),
+    "min": _Method("score", False),
+    "med": _Method("score", False),
+    "wmnz": _Method("score", True),
+    "mixed": _Method("score", True),
+    "dbsf": _Method("score", False, norm="dbsf"),
+    "relative_score": _Method("score", True, norm="min-max"),
+    "arithmetic_mean": _Method("score", True),
+    "geometric_mean": _Method("score", True),
+    "harmonic_mean": _Method("score", True),
+}
+NORMS = ("none", "min-max", "max", "sum", "z-score", "l2", "rank", "borda", "dbsf")
+RANK_NORMS = ("rank", "borda")  # need no scores
+MEANS = ("arithmetic_mean", "geometric_mean", "harmonic_mean")
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The checked keyword arguments every fusion shares."""
+
+    method: str
+    norm: str  # the normalisation in effect ("none" for rank-based methods)
     k: float
     weights: Optional[list]  # None only in rrf_many, where each query has its own list count
     window: Optional[int]
@@ -259,6 +347,12 @@ class _Options:
     # normalize=True: the largest score a key could reach with duplicates="first" (None when
     # normalize=False, or in rrf_many before a query's number of lists is known).
     best_possible: Optional[float] = None
+    phi: Optional[float] = None
+    gamma: Optional[float] = None
+    sigma: Optional[float] = None
+    lower_is_better: Optional[list] = None  # one bool per list, or None: every list higher-better
+    boost: Optional[dict] = None  # key -> finite value
+    boost_weight: float = 0.0
 
 
 def _best_possible(weights: list, k: float) -> float:
@@ -272,20 +366,66 @@ def _best_possible(weights: list, k: float) -> float:
     return best_possible
 
 
+class _Default:
+    """``k``'s default: 60, and "not given" (k is a ValueError with a method that does not use it)."""
+
+    def __repr__(self) -> str:
+        return "60"
+
+
+K_DEFAULT = _Default()
+
+
+def _unused(name: str, method: str) -> ValueError:
+    return ValueError(f"{name} is not used by method {method!r}")
+
+
 def _options(
-    n: Optional[int], k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
+    n: Optional[int],
+    k,
+    weights,
+    window,
+    duplicates,
+    tie_break,
+    offset,
+    limit,
+    min_score,
+    normalize,
+    method="rrf",
+    norm=None,
 ) -> _Options:
-    """Checks k .. normalize in signature order; ``n`` is the number of lists weights must match."""
+    """Checks method, norm, then k .. normalize in signature order; ``n`` is the number of lists
+    weights must match (None in rrf_many)."""
+    method = _choice(method, "method", tuple(METHODS))
+    m = METHODS[method]
+    if norm is not None:
+        norm = _choice(norm, "norm", NORMS)
+        if m.kind == "rank":
+            raise _unused("norm", method)
+        if m.norm is not None:
+            raise ValueError(
+                f"norm is not used by method {method!r}: it normalises with {m.norm!r}"
+            )
+    norm = m.norm or norm or "none"
+    if k is K_DEFAULT:
+        k = 60
+    elif "k" not in m.params:
+        raise _unused("k", method)
     k = _real(k, "k")
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k!r}")
     if weights is None:
         weights = None if n is None else [1.0] * n
     else:
+        if not m.weighted:
+            raise _unused("weights", method)
         weights = _as_list(weights, "weights")
         if n is not None and len(weights) != n:
             raise ValueError(f"weights has {len(weights)} values for {n} lists")
         weights = [_real(w, f"weights[{i}]") for i, w in enumerate(weights)]
+        for i, w in enumerate(weights):
+            if method in MEANS and w < 0:
+                raise ValueError(f"weights[{i}] must be >= 0 for method {method!r}, got {w!r}")
     if window is not None:
         window = _integer(window, "window", 1)
     duplicates = _choice(duplicates, "duplicates", DUPLICATES)
@@ -296,8 +436,12 @@ def _options(
     if min_score is not None:
         min_score = _real(min_score, "min_score")
     normalize = _flag(normalize, "normalize")
+    if normalize and method != "rrf":
+        raise _unused("normalize", method)
     best_possible = _best_possible(weights, k) if normalize and weights is not None else None
     return _Options(
+        method,
+        norm,
         k,
         weights,
         window,
@@ -308,6 +452,89 @@ def _options(
         min_score,
         normalize,
         best_possible,
+    )
+
+
+def _raw_scores(scores: Any, lists: list, o: _Options) -> list:
+    """``scores=``: per list None or its raw scores (finite reals), aligned with the list. A
+    score-based method whose normalisation reads scores needs them for every list it reads."""
+    n = len(lists)
+    raw_scores: list = [None] * n
+    if scores is not None:
+        scores = _as_list(scores, "scores")
+        if len(scores) != n:
+            raise ValueError(f"scores has {len(scores)} entries for {n} lists")
+        for i, s in enumerate(scores):
+            if s is None:
+                continue
+            s = _as_list(s, f"scores[{i}]")
+            if len(s) != len(lists[i]):
+                raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
+            raw_scores[i] = [_real(x, f"scores[{i}][{j}]") for j, x in enumerate(s)]
+    if _reads_scores(o) and o.weights is not None:
+        for i in range(n):
+            if o.weights[i] != 0 and raw_scores[i] is None:
+                raise ValueError(
+                    f"method {o.method!r} with norm {o.norm!r} needs scores for every list: "
+                    f"scores[{i}] is missing"
+                )
+    return raw_scores
+
+
+def _reads_scores(o: _Options) -> bool:
+    return METHODS[o.method].kind == "score" and o.norm not in RANK_NORMS
+
+
+def _method_options(
+    o: _Options, n: Optional[int], lower_is_better, phi, gamma, sigma, boost, boost_weight
+) -> _Options:
+    """Checks lower_is_better .. boost_weight in signature order."""
+    if lower_is_better is not None:
+        if not _reads_scores(o):
+            raise _unused("lower_is_better", o.method if o.norm == "none" else o.norm)
+        lower_is_better = _as_list(lower_is_better, "lower_is_better")
+        if n is not None and len(lower_is_better) != n:
+            raise ValueError(f"lower_is_better has {len(lower_is_better)} values for {n} lists")
+        lower_is_better = [_flag(x, f"lower_is_better[{i}]") for i, x in enumerate(lower_is_better)]
+    values = {}
+    for name, value, default in (
+        ("phi", phi, None),
+        ("gamma", gamma, None),
+        ("sigma", sigma, 0.01),
+    ):
+        if value is not None and name not in METHODS[o.method].params:
+            raise _unused(name, o.method)
+        if value is None and name in METHODS[o.method].params:
+            if default is None:
+                raise ValueError(f"method {o.method!r} needs {name}")
+            value = default
+        if value is not None:
+            value = _real(value, name)
+        values[name] = value
+    if values["phi"] is not None and not 0 <= values["phi"] < 1:
+        raise ValueError(f"phi must satisfy 0 <= phi < 1, got {values['phi']!r}")
+    if values["sigma"] is not None and not 0 <= values["sigma"] <= 1:
+        raise ValueError(f"sigma must satisfy 0 <= sigma <= 1, got {values['sigma']!r}")
+    if boost is not None:
+        if not isinstance(boost, Mapping):
+            raise TypeError(
+                f"boost must be a mapping key -> value, got {type(boost).__name__} {boost!r}"
+            )
+        boost = {key: _real(v, f"boost[{key!r}]") for key, v in boost.items()}
+    if boost_weight is not None:
+        if boost is None:
+            raise ValueError("boost_weight is not used without boost")
+        boost_weight = _real(boost_weight, "boost_weight")
+    elif boost is not None:
+        raise ValueError("boost needs boost_weight")
+    if boost is not None and o.normalize:
+        raise ValueError("boost cannot be combined with normalize=True")
+    return replace(
+        o,
+        lower_is_better=lower_is_better,
+        boost=boost,
+        boost_weight=0.0 if boost_weight is None else boost_weight,
+        **values,
     )
 
 
@@ -334,6 +561,44 @@ def _sorted_by_key(tied: Iterable[tuple]) -> list:
         raise TypeError(f"tie_break='key': tied keys cannot be compared ({e})") from e
 
 
+def fuse(
+    lists: Iterable[Iterable[Hashable]],
+    *,
+    method: str = "rrf",
+    norm: Optional[str] = None,
+    k: float = K_DEFAULT,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: Optional[int] = None,
+    min_score: Optional[float] = None,
+    normalize: bool = False,
+    scores: Optional[Sequence[Optional[Sequence[float]]]] = None,
+    lower_is_better: Optional[Sequence[bool]] = None,
+    phi: Optional[float] = None,
+    gamma: Optional[float] = None,
+    sigma: Optional[float] = None,
+    boost: Optional[Mapping] = None,
+    boost_weight: Optional[float] = None,
+    trace: bool = False,
+) -> list:
+    """Fusion of ranked lists (best first) by ``method``. See docs/semantics.md and
+    ``rankfusion.fuse``."""
+    # 1. Arguments, in signature order.
+    lists = [_as_list(lst, f"lists[{i}]") for i, lst in enumerate(_as_list(lists, "lists"))]
+    n = len(lists)
+    o = _options(
+        n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize,
+        method, norm,
+    )  # fmt: skip
+    raw_scores = _raw_scores(scores, lists, o)
+    o = _method_options(o, n, lower_is_better, phi, gamma, sigma, boost, boost_weight)
+    trace = _flag(trace, "trace")
+    return _fuse(lists, o, raw_scores, trace)
+
+
 def rrf(
     lists: Iterable[Iterable[Hashable]],
     *,
@@ -349,33 +614,76 @@ def rrf(
     scores: Optional[Sequence[Optional[Sequence[float]]]] = None,
     trace: bool = False,
 ) -> list:
-    """Reciprocal Rank Fusion of ranked lists (best first). See docs/semantics.md and ``rankfusion.rrf``."""
-    # 1. Arguments, in signature order.
-    lists = [_as_list(lst, f"lists[{i}]") for i, lst in enumerate(_as_list(lists, "lists"))]
-    n = len(lists)
-    options = _options(
-        n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
-    )
-    raw_scores: list = [None] * n
-    if scores is not None:
-        scores = _as_list(scores, "scores")
-        if len(scores) != n:
-            raise ValueError(f"scores has {len(scores)} entries for {n} lists")
-        for i, s in enumerate(scores):
-            if s is None:
-                continue
-            s = _as_list(s, f"scores[{i}]")
-            if len(s) != len(lists[i]):
-                raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
-            raw_scores[i] = [_real(x, f"scores[{i}][{j}]") for j, x in enumerate(s)]
-    trace = _flag(trace, "trace")
-    return _fuse(lists, options, raw_scores, trace)
+    """Reciprocal Rank Fusion: ``fuse(lists, method="rrf", ...)``."""
+    return fuse(
+        lists, k=k, weights=weights, window=window, duplicates=duplicates, tie_break=tie_break,
+        offset=offset, limit=limit, min_score=min_score, normalize=normalize, scores=scores,
+        trace=trace,
+    )  # fmt: skip
+
+
+def _power(x: float, n: int) -> float:
+    """``x ** n`` for an int n >= 0 by repeated squaring (the products in a fixed order, so that
+    every implementation gets the same bits; ``pow`` may round differently)."""
+    result = 1.0
+    while n:
+        if n & 1:
+            result *= x
+        n >>= 1
+        x *= x
+    return result
+
+
+def _median(values: list) -> float:
+    values = sorted(values)
+    half = len(values) // 2
+    return values[half] if len(values) % 2 else (values[half - 1] + values[half]) / 2
+
+
+def _normalizer(norm: str, values: list) -> Callable[[float], float]:
+    """The normalisation of one list: ``values`` are the raw scores of its counted items, in list
+    order (already negated for a lower-is-better list). Returns raw score -> normalised value."""
+    if norm == "none":
+        return lambda s: s
+    n = len(values)
+    low, high = min(values), max(values)
+    if norm == "min-max":  # an all-equal (or one-item) list: every item is the best, 1.0
+        return (lambda s: 1.0) if high == low else (lambda s: (s - low) / (high - low))
+    if norm == "max":
+        if high < 0:
+            raise ValueError(
+                f"norm='max' needs a list's largest score to be >= 0, got {high!r} "
+                "(use 'min-max' for negative scores)"
+            )
+        return (lambda s: 0.0) if high == 0 else (lambda s: s / high)
+    if norm == "sum":  # a share of the total above the minimum; equal shares when all equal
+        total = canonical_sum(v - low for v in values)
+        return (lambda s: 1.0 / n) if total == 0 else (lambda s: (s - low) / total)
+    if norm == "z-score":  # population standard deviation; a constant list: all 0.0
+        mean = canonical_sum(values) / n
+        sd = math.sqrt(canonical_sum((v - mean) * (v - mean) for v in values) / n)
+        return (lambda s: 0.0) if sd == 0 else (lambda s: (s - mean) / sd)
+    if norm == "l2":
+        length = math.sqrt(canonical_sum(v * v for v in values))
+        return (lambda s: 0.0) if length == 0 else (lambda s: s / length)
+    if norm == "dbsf":  # Qdrant's: Welford's mean and sample variance, mean -/+ 3 sd, not clipped
+        if n == 1:
+            return lambda s: 0.5
+        mean, m2 = 0.0, 0.0
+        for count, v in enumerate(values, 1):
+            delta = v - mean
+            mean += delta / count
+            m2 += delta * (v - mean)
+        sd = math.sqrt(m2 / (n - 1))
+        low, high = mean - 3 * sd, mean + 3 * sd
+        return (lambda s: 0.5) if low == high else (lambda s: (s - low) / (high - low))
+    raise AssertionError(norm)
 
 
 def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None) -> list:
-    """Steps 2-6 of rrf on checked arguments. ``is_hole(item)`` marks items that are not keys
+    """Steps 2-7 of a fusion on checked arguments. ``is_hole(item)`` marks items that are not keys
     (rrf_batch's pads): skipped like any item, so they never shift the ranks behind them."""
-    k, weights = o.k, o.weights
+    weights, method = o.weights, o.method
     if is_hole is None:
         is_hole = lambda item: False  # noqa: E731
 
@@ -386,7 +694,8 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
     depth = max((len(lists[i]) for i in read), default=0)
     if o.window is not None:
         depth = min(depth, o.window)
-    found: dict = {}  # key -> [first key object met, list of Contribution]
+    found: dict = {}  # key -> [first key object met, [(list index, rank), ...] counted]
+    n_read = dict.fromkeys(read, 0)  # items read per list (holes not counted)
     for position in range(depth):
         rank = position + 1  # ranks are positions in the list as given: skipping never shifts them
         for i in read:
@@ -395,45 +704,184 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             key = lists[i][position]
             if is_hole(key):
                 continue
+            n_read[i] += 1
             if not isinstance(key, Hashable):
                 raise TypeError(f"lists[{i}][{position}] is not hashable: {key!r}")
             entry = found.setdefault(key, [key, []])  # dict semantics: 1 == 1.0 == True
-            if o.duplicates != "sum" and any(c.list_index == i for c in entry[1]):
+            if o.duplicates != "sum" and any(list_index == i for list_index, _ in entry[1]):
                 if o.duplicates == "error":
                     raise ValueError(f"lists[{i}] has the key {key!r} more than once (rank {rank})")
                 continue  # "first": only the best (first) occurrence counts
-            w = weights[i]
-            raw = raw_scores[i][position] if raw_scores[i] is not None else None
-            entry[1].append(Contribution(i, rank, w, w / (k + rank), raw))
+            entry[1].append((i, rank))
+    n_keys = len(found)
 
-    # 3. Scores: contributions added in ascending order of value; never inf or NaN.
-    #    With normalize=True the hit shows sum / best_possible, but the order below still uses
-    #    the sum itself, so normalising never reorders hits (two sums can round to one quotient).
-    hits = []  # (sum, Hit)
-    for key, contributions in found.values():
+    # 3. Score-based methods: each list's normalisation, over the raw scores of its counted items
+    #    in list order (negated first when the list is lower-is-better).
+    def raw(i, rank):
+        return raw_scores[i][rank - 1] if raw_scores[i] is not None else None
+
+    def sign(i):
+        return -1.0 if o.lower_is_better is not None and o.lower_is_better[i] else 1.0
+
+    normalized = {}  # list index -> raw score -> normalised value
+    if METHODS[method].kind == "score" and o.norm not in RANK_NORMS:
+        for i in read:
+            counted = sorted(
+                r for _, occurrences in found.values() for j, r in occurrences if j == i
+            )
+            if counted:
+                normalized[i] = _normalizer(o.norm, [sign(i) * raw(i, r) for r in counted])
+
+    def value(key, i, rank):
+        """The normalised value of the key's occurrence at `rank` of list i; rank 0 (the key is
+        not in list i): borda's unranked value, else 0.0 (what arithmetic_mean counts)."""
+        if o.norm == "borda":
+            v = 1 - (rank - 1) / n_keys if rank else 0.5 - (n_read[i] - 1) / (2 * n_keys)
+        elif rank == 0:
+            v = 0.0
+        elif o.norm == "rank":
+            v = 1 - (rank - 1) / n_read[i]
+        else:
+            v = normalized[i](sign(i) * raw(i, rank))
+        if not math.isfinite(v):
+            raise ValueError(
+                f"the normalized score of key {key!r} in lists[{i}] is not finite ({v})"
+            )
+        return v
+
+    # 4. Each key's contributions and score, as its method defines them.
+    scored = []  # [key, score, contributions, factor, divisor]
+    for key, occurrences in found.values():
+        present = sorted({i for i, _ in occurrences})
+        filled = o.norm == "borda" or method in ("bordafuse", "arithmetic_mean")
+        if filled:  # every list read gives the key a value, as the unranked / a zero
+            occurrences = occurrences + [(i, 0) for i in read if i not in present]
+            present = read if o.norm == "borda" else present
+        contributions = []
+        for i, rank in sorted(occurrences):
+            w = weights[i]
+            v = None
+            if method == "rrf":
+                c = w / (o.k + rank)
+            elif method == "rbc":
+                c = w * ((1 - o.phi) * _power(o.phi, rank - 1))
+            elif method in ("isr", "log_isr", "logn_isr"):
+                c = 1 / (rank * rank)
+            elif method == "bordafuse":  # ranx's points: |C| - rank + 1; unranked, the mean left
+                v = n_keys - rank + 1 if rank else (n_keys - n_read[i] + 1) / 2
+                c = w * v
+            elif method == "condorcet":
+                c = w  # the list's vote
+            else:
+                v = value(key, i, rank)
+                if method in ("wsum", "mixed", "relative_score", "arithmetic_mean"):
+                    c = w * v
+                elif method == "geometric_mean":
+                    c = w * math.log(v) if v > 0 else 0.0
+                elif method == "harmonic_mean":
+                    c = w / v if v > 0 else 0.0
+                else:
+                    c = v
+            contributions.append(Contribution(i, rank, w, c, raw(i, rank) if rank else None, v))
         total = canonical_sum(c.contribution for c in contributions)
-        if not math.isfinite(total):
-            raise ValueError(f"the score of key {key!r} is not finite ({total}): weights too large")
+        p, factor, divisor = len(present), None, None
+        values = [c.normalized for c in contributions]
+        if method == "mnz" or method == "isr":
+            factor = float(p)
+        elif method == "anz":
+            divisor = float(p)
+        elif method == "gmnz":
+            factor = float(p) ** o.gamma
+        elif method == "wmnz":
+            factor = canonical_sum(weights[i] for i in present)
+        elif method == "mixed":
+            factor = math.sqrt(p)
+        elif method == "log_isr":
+            factor = math.log(p)
+        elif method == "logn_isr":
+            factor = math.log(p + o.sigma)
+        if method == "max":
+            score = max(values)
+        elif method == "min":
+            score = min(values)
+        elif method == "med":
+            score = _median(values)
+        elif method == "arithmetic_mean":  # negative values are skipped, zeros (and misses) kept
+            kept = [c for c in contributions if c.normalized >= 0]
+            divisor = canonical_sum(c.weight for c in kept)
+            score = 0.0 if divisor == 0 else canonical_sum(c.contribution for c in kept) / divisor
+        elif method == "geometric_mean":  # values <= 0 are skipped
+            kept = [c for c in contributions if c.normalized > 0]
+            divisor = canonical_sum(c.weight for c in kept)
+            score = 0.0 if not kept else math.exp(total / divisor)
+        elif method == "harmonic_mean":  # values <= 0 are skipped
+            kept = [c for c in contributions if c.normalized > 0]
+            divisor = canonical_sum(c.contribution for c in kept)
+            score = 0.0 if not kept else canonical_sum(c.weight for c in kept) / divisor
+        elif factor is not None:
+            score = total * factor
+        elif divisor is not None:
+            score = total / divisor
+        else:
+            score = total
+        if not math.isfinite(score):
+            if method == "rrf":
+                raise ValueError(
+                    f"the score of key {key!r} is not finite ({score}): weights too large"
+                )
+            raise ValueError(f"the fused score of key {key!r} is not finite ({score})")
+        scored.append([key, score, contributions, factor, divisor])
+
+    # Condorcet: the number of keys each key beats (more list weight ranks it ahead than behind;
+    # a list holding neither abstains), plus one: |C| for a key that beats every other.
+    if method == "condorcet":
+        rank_in = [{i: min(r for j, r in found_entry if j == i) for i, _ in found_entry}
+                   for found_entry in (occ for _, occ in found.values())]  # fmt: skip
+        for x, entry in enumerate(scored):
+            wins = 0
+            for y in range(n_keys):
+                if y == x:
+                    continue
+                ahead, behind = [], []
+                for i in read:
+                    rx, ry = rank_in[x].get(i), rank_in[y].get(i)
+                    if rx is not None and (ry is None or rx < ry):
+                        ahead.append(weights[i])
+                    elif ry is not None and (rx is None or ry < rx):
+                        behind.append(weights[i])
+                wins += canonical_sum(ahead) > canonical_sum(behind)
+            entry[1] = 1.0 + wins
+
+    # 5. normalize=True (RRF): the hit shows sum / best_possible, but the order below still uses
+    #    the sum itself, so normalising never reorders hits (two sums can round to one quotient).
+    hits = []  # (order value, Hit)
+    boost = o.boost or {}
+    valued = [boost[entry[0]] for entry in scored if entry[0] in boost]
+    low, high = (min(valued), max(valued)) if valued else (0.0, 0.0)
+    for key, total, contributions, factor, divisor in scored:
         score = total
         if o.normalize:
             score = total / o.best_possible
             if not math.isfinite(score):
                 raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
-        contributions.sort(key=lambda c: (c.list_index, c.rank))
-        hits.append((total, Hit(key, score, tuple(contributions) if trace else None)))
+        added = None
+        if o.boost is not None and key in boost:  # 6. the boost: w * (v - min) / (max - min)
+            added = o.boost_weight * ((boost[key] - low) / (high - low)) if high > low else 0.0
+            score = total = score + added
+            if not math.isfinite(score):
+                raise ValueError(f"the boosted score of key {key!r} is not finite ({score})")
+        details = (tuple(contributions), factor, divisor, added) if trace else ()
+        hits.append((total, Hit(key, score, *details)))
 
-    # 4. min_score drops hits below it (compared with the score as returned).
+    # 7. min_score drops hits below it (compared with the score as returned); then the order: sum
+    #    descending (Python's sort is stable, so tied hits stay in first-appearance order; with
+    #    tie_break="key" each group of tied sums is sorted by key, ascending); then the page.
     if o.min_score is not None:
         hits = [(total, h) for total, h in hits if h.score >= o.min_score]
-
-    # 5. Order: sum descending. Python's sort is stable, so tied hits stay in first-appearance
-    #    order; with tie_break="key" each group of tied sums is sorted by key, ascending.
     hits.sort(key=lambda pair: -pair[0])
     if o.tie_break == "key":
         groups = itertools.groupby(hits, key=lambda pair: pair[0])
         hits = [pair for _, group in groups for pair in _sorted_by_key(group)]
-
-    # 6. The page.
     end = None if o.limit is None else o.offset + o.limit
     return [h for _, h in hits[o.offset : end]]
 
@@ -462,35 +910,123 @@ def rrf_batch(
     keys a row can hold). An error in row q is raised as "row q: <rrf's message>", the first row
     in order that has one. ``threads`` only bounds the parallelism of the core; here it is checked.
     """
-    import numpy as np
-
-    # 1. Arguments, in signature order.
-    arrays = []
-    for i, value in enumerate(_as_list(lists, "lists")):
-        array = _id_matrix(value, f"lists[{i}]")
-        if arrays and array.shape[0] != arrays[0].shape[0]:
-            raise ValueError(
-                f"lists[{i}] has {array.shape[0]} rows (queries), lists[0] has {arrays[0].shape[0]}"
-            )
-        arrays.append(array)
-    n = len(arrays)
-    n_queries = arrays[0].shape[0] if arrays else 0
+    arrays = _id_matrices(lists, "lists")
     pad = _int64(pad, "pad")
-    o = _options(n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize)
+    o = _options(
+        len(arrays), k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
+    )
     trace = _flag(trace, "trace")
     if threads is not None:
         _integer(threads, "threads", 1)
+    return _batch(arrays, [None] * len(arrays), pad, o, trace, with_normalized=False)
 
-    # 2. Every row on its own, in order, as rrf with pads for holes; the first error wins.
+
+def fuse_batch(
+    ids: Iterable[Any],
+    scores: Optional[Iterable[Any]] = None,
+    *,
+    pad: int = -1,
+    method: str = "rrf",
+    norm: Optional[str] = None,
+    k: float = K_DEFAULT,
+    weights: Sequence[float] | None = None,
+    window: int | None = None,
+    duplicates: str = "first",
+    tie_break: str = "best_rank",
+    offset: int = 0,
+    limit: int | None = None,
+    min_score: float | None = None,
+    normalize: bool = False,
+    lower_is_better: Optional[Sequence[bool]] = None,
+    phi: Optional[float] = None,
+    gamma: Optional[float] = None,
+    sigma: Optional[float] = None,
+    boost: Optional[Mapping] = None,
+    boost_weight: Optional[float] = None,
+    trace: bool = False,
+    threads: int | None = None,
+) -> BatchResult:
+    """``fuse`` of Q queries at once: row q of the result is ``fuse`` of row q of every list.
+
+    ``ids`` as rrf_batch's lists; ``scores`` None, or per list None or a (Q, N_i) real array
+    aligned with ``ids`` (the score of a pad is never read). The result as rrf_batch's; with
+    ``trace=True`` also ``normalized`` (Q, W, L): the normalised value of the hit's best
+    occurrence in list l, 0.0 where absent.
+    """
+    import numpy as np
+
+    arrays = _id_matrices(ids, "ids")
+    n = len(arrays)
+    score_arrays: list = [None] * n
+    if scores is not None:
+        scores = _as_list(scores, "scores")
+        if len(scores) != n:
+            raise ValueError(f"scores has {len(scores)} entries for {n} lists")
+        for i, s in enumerate(scores):
+            if s is not None:
+                s = _matrix(s, f"scores[{i}]", "iuf", "a real array (integer or float dtype)")
+                if s.shape != arrays[i].shape:
+                    raise ValueError(
+                        f"scores[{i}] has shape {s.shape} but ids[{i}] has shape {arrays[i].shape}"
+                    )
+                score_arrays[i] = s.astype(np.float64)
+    pad = _int64(pad, "pad")
+    o = _options(
+        n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize,
+        method, norm,
+    )  # fmt: skip
+    if _reads_scores(o):
+        for i in range(n):
+            if o.weights[i] != 0 and score_arrays[i] is None:
+                raise ValueError(
+                    f"method {o.method!r} with norm {o.norm!r} needs scores for every list: "
+                    f"scores[{i}] is missing"
+                )
+    o = _method_options(o, n, lower_is_better, phi, gamma, sigma, boost, boost_weight)
+    for key in o.boost or {}:  # the rows hold int ids: a boost's key is one
+        if isinstance(key, bool) or not hasattr(type(key), "__index__"):
+            raise TypeError(f"boost's keys must be ids (ints), got {type(key).__name__} {key!r}")
+    trace = _flag(trace, "trace")
+    if threads is not None:
+        _integer(threads, "threads", 1)
+    return _batch(arrays, score_arrays, pad, o, trace, with_normalized=True)
+
+
+def _id_matrices(lists: Any, name: str) -> list:
+    arrays = []
+    for i, value in enumerate(_as_list(lists, name)):
+        array = _id_matrix(value, f"{name}[{i}]")
+        if arrays and array.shape[0] != arrays[0].shape[0]:
+            raise ValueError(
+                f"{name}[{i}] has {array.shape[0]} rows (queries), "
+                f"{name}[0] has {arrays[0].shape[0]}"
+            )
+        arrays.append(array)
+    return arrays
+
+
+def _batch(arrays, score_arrays, pad, o: _Options, trace: bool, with_normalized: bool):
+    """Every row on its own, in order, as ``fuse`` with pads for holes; the first error wins."""
+    import numpy as np
+
+    n = len(arrays)
+    n_queries = arrays[0].shape[0] if arrays else 0
     pages = []
     for q in range(n_queries):
         rows = [a[q].tolist() for a in arrays]
         try:
-            pages.append(_fuse(rows, o, [None] * n, True, is_hole=lambda x: x == pad))
+            raw = [None] * n
+            for i, s in enumerate(score_arrays):
+                if s is not None:
+                    raw[i] = s[q].tolist()
+                    for j, x in enumerate(raw[i]):  # the score of a pad is never read
+                        if rows[i][j] != pad and not math.isfinite(x):
+                            raise ValueError(f"scores[{i}][{j}] must be finite, got {x!r}")
+            pages.append(_fuse(rows, o, raw, True, is_hole=lambda x: x == pad))
         except ValueError as e:
             raise ValueError(f"row {q}: {e}") from None
 
-    # 3. The arrays.
+    # The arrays.
     if o.limit is None:
         width = max((len(p) for p in pages), default=0)
     else:
@@ -501,8 +1037,10 @@ def rrf_batch(
     ids = np.full((n_queries, width), pad, dtype=np.int64)
     scores = np.full((n_queries, width), np.nan, dtype=np.float64)
     counts = np.array([len(p) for p in pages], dtype=np.int64)
-    ranks = np.zeros((n_queries, width, n), dtype=np.int32) if trace else None
-    contributions = np.zeros((n_queries, width, n), dtype=np.float64) if trace else None
+    shape = (n_queries, width, n)
+    ranks = np.zeros(shape, dtype=np.int32) if trace else None
+    contributions = np.zeros(shape, dtype=np.float64) if trace else None
+    normalized = np.zeros(shape, dtype=np.float64) if trace and with_normalized else None
     for q, page in enumerate(pages):
         for j, hit in enumerate(page):
             ids[q, j] = hit.key
@@ -513,6 +1051,10 @@ def rrf_batch(
                     if mine:
                         ranks[q, j, i] = mine[0].rank  # the first counted = the best rank
                         contributions[q, j, i] = canonical_sum(c.contribution for c in mine)
+                        if normalized is not None and mine[0].normalized is not None:
+                            normalized[q, j, i] = mine[0].normalized
+    if with_normalized:
+        return BatchResult(ids, scores, counts, ranks, contributions, normalized)
     return BatchResult(ids, scores, counts, ranks, contributions)
 
 

@@ -24,10 +24,11 @@
 use hashbrown::HashSet;
 
 use super::keys::KeySource;
-use super::params::{Duplicates, Plan, TieBreak};
+use super::method::{Entry, Scanned, Scored, Scores};
+use super::params::{Duplicates, Method, Norm, Plan, TieBreak};
 use super::trace::{Contribution, Trace};
 use super::{canonical_sum, Hasher};
-use crate::error::{Error, KeyRef, Problem};
+use crate::error::{Error, KeyRef, Problem, Stage};
 
 /// Dense mode is used with at most this many lists read (and duplicates "first" or "error").
 pub const DENSE_MAX_LISTS: usize = 8;
@@ -69,9 +70,24 @@ pub struct Workspace {
     /// next entry before it knows whether the key is new (no branch to mispredict).
     keys: Vec<KeyInfo>,
     n_keys: usize,
-    /// Whether the dense scan records each contribution's (list, position): only traces read
-    /// them.
+    /// Whether the dense scan records each contribution's (list, position) for traces.
     keep_occurrences: bool,
+    /// This query's: whether the scan records where each contribution came from (traces, and
+    /// methods that are not sums of rank values), and whether it keeps every key's lists (the
+    /// ISR family multiplies by their number).
+    record: bool,
+    count_present: bool,
+    /// This query's score by [`super::method`] (anything but RRF, RBC and the ISR family): its
+    /// inputs (keys' occurrences by key, items read per list) and results.
+    generic: bool,
+    entry_offsets: Vec<u32>,
+    entries: Vec<Entry>,
+    firsts: Vec<(u32, u32)>,
+    n_read: Vec<u32>,
+    scored: Scored,
+    /// Per key, what the ISR family multiplied by, and what the boost added (NaN: nothing).
+    factors: Vec<f64>,
+    boosts: Vec<f64>,
     seen_set: HashSet<(u32, u32), Hasher>,
     occurrences: Vec<Occurrence>,
     offsets: Vec<u32>,
@@ -156,13 +172,137 @@ impl Workspace {
     }
 
     /// Steps 1 and 2: scans and scores one query whose keys come from `keys` (one list per
-    /// weight of `plan`). Errors: the source's own, a repeated key with `duplicates="error"`
-    /// ([`Problem::DuplicateKey`]), a score that is not finite ([`Problem::NonFiniteScore`]);
-    /// both name the key by its place. Then rank with [`Workspace::rank`] or
-    /// [`Workspace::rank_groups`].
-    pub fn fuse<S: KeySource>(&mut self, keys: &mut S, plan: &Plan) -> Result<(), S::Error> {
+    /// weight of `plan`) and whose raw scores, per list, are `scores` (needed by score-based
+    /// methods; an empty slice: none). Errors: the source's own, a repeated key with
+    /// `duplicates="error"` ([`Problem::DuplicateKey`]), a score or normalised value that is not
+    /// finite; each names the key by its place. Then [`Workspace::boost`] if asked, and rank with
+    /// [`Workspace::rank`] or [`Workspace::rank_groups`].
+    pub fn fuse<S: KeySource>(
+        &mut self,
+        keys: &mut S,
+        scores: Scores<'_>,
+        plan: &Plan,
+    ) -> Result<(), S::Error> {
+        let method = plan.params.method;
+        self.generic = !matches!(
+            method,
+            Method::Rrf | Method::Rbc | Method::Isr | Method::LogIsr | Method::LognIsr
+        );
+        self.record = self.keep_occurrences || self.generic;
+        self.count_present = matches!(method, Method::Isr | Method::LogIsr | Method::LognIsr);
+        self.factors.clear();
+        self.boosts.clear();
         self.scan(keys, plan)?;
-        self.score_keys(plan)?;
+        if self.generic {
+            self.count_read(keys, plan);
+            self.score_generic(plan, scores)?;
+        } else {
+            self.score_keys(plan)?;
+        }
+        Ok(())
+    }
+
+    /// Per list read, its items read (holes not counted): what rank and borda normalisations
+    /// and BordaFuse divide by.
+    fn count_read<S: KeySource>(&mut self, keys: &S, plan: &Plan) {
+        self.n_read.clear();
+        self.n_read.resize(plan.n_lists(), 0);
+        let needed = plan.params.method == Method::Bordafuse
+            || matches!(plan.norm, Norm::Rank | Norm::Borda);
+        if !needed {
+            return;
+        }
+        for &list in &self.read {
+            let n = plan.read_len(list, keys.len(list));
+            self.n_read[list] = (0..n).filter(|&p| !keys.is_hole(list, p)).count() as u32;
+        }
+    }
+
+    /// Scores by [`super::method`]: every key's occurrences, ordered by list then position.
+    fn score_generic(&mut self, plan: &Plan, scores: Scores<'_>) -> Result<(), Error> {
+        self.entry_offsets.clear();
+        self.entries.clear();
+        self.firsts.clear();
+        self.entry_offsets.push(0);
+        if !self.dense {
+            self.group();
+        }
+        let mut group = Vec::new();
+        for key in 0..self.n_keys {
+            group.clear();
+            if self.dense {
+                let at = key * self.stride;
+                group.extend(
+                    self.slot_occurrences[at..at + self.count(key)]
+                        .iter()
+                        .map(|&(list, position)| Entry { list, position }),
+                );
+            } else {
+                group.extend(self.grouped_of(key).iter().map(|o| Entry {
+                    list: o.list,
+                    position: o.position,
+                }));
+            }
+            group.sort_unstable_by_key(|e| (e.list, e.position));
+            self.entries.extend_from_slice(&group);
+            self.entry_offsets.push(self.entries.len() as u32);
+            self.firsts.push(self.keys[key].first);
+        }
+        self.scored.score(&Scanned {
+            plan,
+            read: &self.read,
+            n_read: &self.n_read,
+            offsets: &self.entry_offsets,
+            entries: &self.entries,
+            firsts: &self.firsts,
+            scores,
+        })?;
+        self.scores.clear();
+        self.scores.extend_from_slice(&self.scored.scores);
+        Ok(())
+    }
+
+    /// The boost: adds `weight * (v - min) / (max - min)` to each key that has a value `v`
+    /// (`value(id, key, first)`: the key as [`Workspace::key`] and [`Workspace::first_seen`] give
+    /// it), min and max over those keys; a span of 0 adds 0. Before ranking; `value`'s error (a
+    /// Python lookup's) stops it.
+    pub fn boost<E: From<Error>>(
+        &mut self,
+        plan: &Plan,
+        mut value: impl FnMut(u32, i64, (u32, u32)) -> Result<Option<f64>, E>,
+    ) -> Result<(), E> {
+        let weight = plan.params.boost_weight.unwrap_or(0.0);
+        let n = self.scores.len();
+        self.boosts.clear();
+        self.boosts.resize(n, f64::NAN);
+        let values = (0..n)
+            .map(|id| value(id as u32, self.keys[id].key, self.keys[id].first))
+            .collect::<Result<Vec<Option<f64>>, E>>()?;
+        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+        for v in values.iter().flatten() {
+            low = low.min(*v);
+            high = high.max(*v);
+        }
+        for (id, v) in values.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let added = if high > low {
+                weight * ((v - low) / (high - low))
+            } else {
+                0.0
+            };
+            let score = self.scores[id] + added;
+            if !score.is_finite() {
+                let first = self.keys[id].first;
+                return Err(Error::from(Problem::NonFiniteScore {
+                    key: KeyRef::at(first.0 as usize, first.1 as usize),
+                    score,
+                    stage: Stage::Boosted,
+                })
+                .into());
+            }
+            self.scores[id] = score;
+            self.boosts[id] = added;
+        }
         Ok(())
     }
 
@@ -194,7 +334,7 @@ impl Workspace {
             if self.slot_values.len() < room {
                 self.slot_values.resize(room, 0.0);
             }
-            if self.keep_occurrences && self.slot_occurrences.len() < room {
+            if self.record && self.slot_occurrences.len() < room {
                 self.slot_occurrences.resize(room, (0, 0));
             }
             return if self.stride == 2 {
@@ -256,9 +396,9 @@ impl Workspace {
     /// key's entry is written every time and counts only when it is new.
     ///
     /// `PAIR`, exactly two lists read (hybrid search's lexical + vector, the commonest case), is
-    /// trimmed further: a new key's second slot is written +0.0, which [`Workspace::score`] may
-    /// add (see `score_keys`), instead of keeping the bits per key for [`Workspace::count`] (kept all
-    /// the same with traces, which read them).
+    /// trimmed further: a new key's second slot is written +0.0, which `score_keys` may add,
+    /// instead of keeping the bits per key for [`Workspace::count`] (kept all the same when
+    /// something reads them).
     fn scan_dense<const PAIR: bool, S: KeySource>(
         &mut self,
         keys: &mut S,
@@ -266,8 +406,8 @@ impl Workspace {
         depth: usize,
     ) -> Result<(), S::Error> {
         let stride = self.stride;
-        let keep_bits = !PAIR || self.keep_occurrences;
-        let keep_occurrences = self.keep_occurrences;
+        let keep_bits = !PAIR || self.record || self.count_present;
+        let keep_occurrences = self.record;
         let error_on_repeat = plan.params.duplicates == Duplicates::Error;
         // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
         let n_read = if PAIR { 2 } else { self.read.len() };
@@ -331,9 +471,12 @@ impl Workspace {
         ones(self.keys[id].seen)
     }
 
+    /// Scores RRF, RBC and the ISR family: every key's contributions (rank values) added
+    /// canonically, times the ISR family's factor.
     fn score_keys(&mut self, plan: &Plan) -> Result<(), Error> {
         let n_keys = self.n_keys;
-        let normalizer = plan.normalizer;
+        self.scores.clear();
+        self.sums.clear();
         if self.dense && self.stride == 2 {
             // Two lists (`scan_dense::<true>`): a key has one or two contributions, at random.
             // Without a branch on which: a missing second one is +0.0, and the canonical sum of
@@ -343,7 +486,12 @@ impl Workspace {
                 let at = key * 2;
                 let (a, b) = (self.slot_values[at], self.slot_values[at + 1]);
                 let (lo, hi) = if b < a { (b, a) } else { (a, b) };
-                self.push_score(key, 0.0 + lo + hi, normalizer)?;
+                let present = if self.count_present {
+                    self.count(key)
+                } else {
+                    0
+                };
+                self.push_score(key, 0.0 + lo + hi, plan, present)?;
             }
             return Ok(());
         }
@@ -356,11 +504,41 @@ impl Workspace {
                     [a] => 0.0 + *a,
                     _ => canonical_sum(values),
                 };
-                self.push_score(key, s, normalizer)?;
+                self.push_score(key, s, plan, n)?;
             }
             return Ok(());
         }
-        // Group occurrences by key with a counting sort (stable: scan order within a key).
+        self.group();
+        let mut lists = Vec::new();
+        for key in 0..n_keys {
+            let occs = &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
+            let value = |o: &Occurrence| plan.contribution(o.list as usize, o.position as usize);
+            let s = match occs {
+                [a] => 0.0 + value(a),
+                _ => {
+                    self.values.clear();
+                    self.values.extend(occs.iter().map(value));
+                    canonical_sum(&mut self.values)
+                }
+            };
+            let present = if self.count_present {
+                lists.clear();
+                lists.extend(occs.iter().map(|o| o.list));
+                lists.sort_unstable();
+                lists.dedup();
+                lists.len()
+            } else {
+                0
+            };
+            self.push_score(key, s, plan, present)?;
+        }
+        Ok(())
+    }
+
+    /// Groups the occurrences (general layout) by key with a counting sort (stable: scan order
+    /// within a key).
+    fn group(&mut self) {
+        let n_keys = self.n_keys;
         self.offsets.clear();
         self.offsets.resize(n_keys + 1, 0);
         for o in &self.occurrences {
@@ -379,45 +557,59 @@ impl Workspace {
             self.grouped[*c as usize] = *o;
             *c += 1;
         }
-        for key in 0..n_keys {
-            let occs = &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
-            let value = |o: &Occurrence| plan.contribution(o.list as usize, o.position as usize);
-            let s = match occs {
-                [a] => 0.0 + value(a),
-                _ => {
-                    self.values.clear();
-                    self.values.extend(occs.iter().map(value));
-                    canonical_sum(&mut self.values)
-                }
-            };
-            self.push_score(key, s, normalizer)?;
-        }
-        Ok(())
     }
 
-    /// Checks a key's sum finite, then divides it by the normaliser when there is one and
-    /// checks the quotient too.
+    /// Key `key`'s occurrences once grouped, in scan order.
+    fn grouped_of(&self, key: usize) -> &[Occurrence] {
+        &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize]
+    }
+
+    /// A key's score from the canonical sum of its contributions: times the ISR family's
+    /// factor of its `present` lists, checked finite, then divided by the normaliser when there
+    /// is one and checked again.
     #[inline]
-    fn push_score(&mut self, key: usize, sum: f64, normalizer: Option<f64>) -> Result<(), Error> {
+    fn push_score(
+        &mut self,
+        key: usize,
+        sum: f64,
+        plan: &Plan,
+        present: usize,
+    ) -> Result<(), Error> {
         let first = self.keys[key].first;
-        let error = |score: f64, normalized: bool| -> Error {
+        let error = |score: f64, stage: Stage| -> Error {
             Problem::NonFiniteScore {
                 key: KeyRef::at(first.0 as usize, first.1 as usize),
                 score,
-                normalized,
+                stage,
             }
             .into()
         };
-        if !sum.is_finite() {
-            return Err(error(sum, false));
+        let p = present as f64;
+        let factor = match plan.params.method {
+            Method::Isr => p,
+            Method::LogIsr => p.ln(),
+            Method::LognIsr => (p + plan.sigma()).ln(),
+            _ => f64::NAN,
+        };
+        let sum = if factor.is_nan() { sum } else { sum * factor };
+        if self.count_present {
+            self.factors.push(factor);
         }
-        let score = match normalizer {
+        if !sum.is_finite() {
+            let stage = if plan.params.method == Method::Rrf {
+                Stage::Rrf
+            } else {
+                Stage::Fused
+            };
+            return Err(error(sum, stage));
+        }
+        let score = match plan.normalizer {
             None => sum,
             Some(top) => {
                 self.sums.push(sum);
                 let s = sum / top;
                 if !s.is_finite() {
-                    return Err(error(s, true));
+                    return Err(error(s, Stage::Normalized));
                 }
                 s
             }
@@ -621,42 +813,73 @@ impl Workspace {
         self.keys[id as usize].first
     }
 
-    /// Appends key `id`'s contributions, ordered by list then position. Needs a workspace made
-    /// with `trace = true` (else the dense layout has not kept where they came from).
-    pub fn contributions(&self, id: u32, plan: &Plan, out: &mut Vec<Contribution>) {
+    /// Appends key `id`'s contributions, ordered by list then position; `scores` are the raw
+    /// scores the query was fused with. Needs a workspace made with `trace = true` (else the
+    /// dense layout has not kept where they came from).
+    pub fn contributions(
+        &self,
+        id: u32,
+        plan: &Plan,
+        scores: Scores<'_>,
+        out: &mut Vec<Contribution>,
+    ) {
         let i = id as usize;
+        if self.generic {
+            let (a, b) = (self.scored.offsets[i], self.scored.offsets[i + 1]);
+            out.extend_from_slice(&self.scored.contributions[a as usize..b as usize]);
+            return;
+        }
+        let raw = |list: u32, position: u32| {
+            scores
+                .get(list as usize)
+                .copied()
+                .flatten()
+                .map_or(f64::NAN, |s| s[position as usize])
+        };
+        // (The values were sorted in place by the canonical sum: computed again.)
+        let contribution = |list: u32, position: u32| Contribution {
+            list,
+            position,
+            value: plan.contribution(list as usize, position as usize),
+            raw: raw(list, position),
+            normalized: f64::NAN,
+        };
         let start = out.len();
         if self.dense {
             debug_assert!(self.keep_occurrences, "a workspace without traces");
             let at = i * self.stride;
             let n = self.count(i);
-            // (The values were sorted in place by the canonical sum: computed again.)
             out.extend(
                 self.slot_occurrences[at..at + n]
                     .iter()
-                    .map(|&(list, position)| Contribution {
-                        list,
-                        position,
-                        value: plan.contribution(list as usize, position as usize),
-                    }),
+                    .map(|&(list, position)| contribution(list, position)),
             );
         } else {
-            let occs = &self.grouped[self.offsets[i] as usize..self.offsets[i + 1] as usize];
-            out.extend(occs.iter().map(|o| Contribution {
-                list: o.list,
-                position: o.position,
-                value: plan.contribution(o.list as usize, o.position as usize),
-            }));
+            out.extend(
+                self.grouped_of(i)
+                    .iter()
+                    .map(|o| contribution(o.list, o.position)),
+            );
         }
         out[start..].sort_unstable_by_key(|c| (c.list, c.position));
     }
 
-    /// The trace of the page: every hit's contributions, in page order.
-    pub fn trace(&self, plan: &Plan, out: &mut Trace) {
+    /// The trace of the page: every hit's contributions and what its method did with them, in
+    /// page order.
+    pub fn trace(&self, plan: &Plan, scores: Scores<'_>, out: &mut Trace) {
         out.clear();
+        let at = |v: &[f64], id: u32| v.get(id as usize).copied().unwrap_or(f64::NAN);
         for &id in &self.page {
-            self.contributions(id, plan, &mut out.contributions);
+            self.contributions(id, plan, scores, &mut out.contributions);
             out.offsets.push(out.contributions.len());
+            let (factors, divisors) = if self.generic {
+                (&self.scored.factors[..], &self.scored.divisors[..])
+            } else {
+                (&self.factors[..], &[][..])
+            };
+            out.factors.push(at(factors, id));
+            out.divisors.push(at(divisors, id));
+            out.boosts.push(at(&self.boosts, id));
         }
     }
 }

@@ -40,6 +40,8 @@ pub trait KeySource {
         position: usize,
         next: u32,
     ) -> Result<Option<Found>, Self::Error>;
+    /// Whether the item at (`list`, `position`) is a hole (a pad), not a key.
+    fn is_hole(&self, list: usize, position: usize) -> bool;
     /// The seen-lists bits (8 of them) of the key whose [`Found::at`] is `at`.
     fn seen(&self, at: usize) -> u32;
     fn set_seen(&mut self, at: usize, seen: u32);
@@ -172,6 +174,10 @@ impl KeySource for Rows<'_> {
         Ok(Some(Found { id, key, at }))
     }
 
+    fn is_hole(&self, list: usize, position: usize) -> bool {
+        self.pad == Some(self.rows[list][position])
+    }
+
     #[inline]
     fn seen(&self, at: usize) -> u32 {
         self.table.seen(at)
@@ -226,6 +232,10 @@ impl<E: From<Error>, F: FnMut(usize, usize, u32) -> Result<u32, E>> KeySource fo
             key: i64::from(id),
             at: id as usize,
         }))
+    }
+
+    fn is_hole(&self, _: usize, _: usize) -> bool {
+        false
     }
 
     #[inline]

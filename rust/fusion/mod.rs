@@ -10,6 +10,7 @@
 
 pub mod engine;
 pub mod keys;
+pub mod method;
 pub mod params;
 #[cfg(test)]
 mod tests;
@@ -19,7 +20,8 @@ use std::hash::Hash;
 
 pub use engine::{Firsts, Workspace};
 pub use keys::{IdTable, Interned, Interner, KeySource, Rows};
-pub use params::{Duplicates, Params, Plan, TieBreak};
+pub use method::Scores;
+pub use params::{Duplicates, Method, Norm, Params, Plan, TieBreak};
 pub use trace::{Contribution, Trace};
 
 use crate::error::Result;
@@ -65,6 +67,7 @@ pub fn rrf<K: Hash + Eq + Ord>(lists: &[&[K]], params: &Params) -> Result<Vec<Hi
         &mut Interned::new(&lens, |l, p, next| {
             Ok::<_, crate::Error>(interner.intern(l, p, next))
         }),
+        &[],
         &plan,
     )?;
     match plan.params.tie_break {

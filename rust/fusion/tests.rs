@@ -331,6 +331,7 @@ fn the_engine_agrees_with_the_model() {
             limit: rng.pick(&[None, None, Some(0), Some(1), Some(4)]),
             min_score: rng.pick(&[None, None, Some(0.0), Some(0.02), Some(-1.0)]),
             normalize: rng.below(4) == 0,
+            ..Params::default()
         };
         let got = rrf(&lists, &p).map(|hits| {
             hits.iter()

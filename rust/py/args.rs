@@ -10,7 +10,7 @@ use pyo3::types::{
 };
 use pyo3::{ffi, Borrowed};
 
-use crate::fusion::params::{self, Duplicates, Params, TieBreak};
+use crate::fusion::params::{self, Duplicates, Method, Norm, Params, TieBreak};
 use crate::trec::{Order, ReadDuplicates};
 
 /// A keyword argument that tells "not given" (use the default) from an explicit `None`.
@@ -231,6 +231,8 @@ choice_argument!(
     Duplicates::from_name
 );
 choice_argument!(TieBreak, "tie_break", TieBreak::NAMES, TieBreak::from_name);
+choice_argument!(Method, "method", Method::NAMES, Method::from_name);
+choice_argument!(Norm, "norm", Norm::NAMES, Norm::from_name);
 choice_argument!(Order, "order", Order::NAMES, Order::from_name);
 choice_argument!(
     ReadDuplicates,
@@ -239,11 +241,14 @@ choice_argument!(
     ReadDuplicates::from_name
 );
 
-/// The keyword arguments every fusion shares (k .. normalize), converted and checked in the
-/// reference's order. `n_lists`: the number of lists `weights` must match, or None when it is
-/// only known per query (rrf_many), where a query's own checks follow ([`query_weights`]).
+/// The keyword arguments every fusion shares (method, norm, k .. normalize), converted and
+/// checked in the reference's order. `n_lists`: the number of lists `weights` must match, or
+/// None when it is only known per query (rrf_many), where a query's own checks follow
+/// ([`query_weights`]).
 #[allow(clippy::too_many_arguments)]
 pub fn fusion_params(
+    method: Arg<'_>,
+    norm: Option<Bound<'_, PyAny>>,
     k: Arg<'_>,
     weights: Option<Bound<'_, PyAny>>,
     n_lists: Option<usize>,
@@ -255,9 +260,17 @@ pub fn fusion_params(
     min_score: Option<Bound<'_, PyAny>>,
     normalize: Arg<'_>,
 ) -> PyResult<Params> {
-    let k = k.or(60.0, |v| Ok(params::k(real(v, "k")?)?))?;
+    let method = method.or(Method::Rrf, |v| v.extract())?;
+    let norm = norm.map(|n| n.extract::<Norm>()).transpose()?;
+    params::norm(method, norm)?;
+    let k = match k {
+        Arg::Missing => 60.0,
+        Arg::Given(_) if !method.takes("k") => return Err(params::unused("k", method).into()),
+        Arg::Given(v) => params::k(real(&v, "k")?)?,
+    };
     let weights = match weights {
         None => None,
+        Some(_) if !method.is_weighted() => return Err(params::unused("weights", method).into()),
         Some(w) => {
             let w = as_tuple(&w, "weights")?;
             if let Some(n) = n_lists {
@@ -266,6 +279,9 @@ pub fn fusion_params(
             let mut values = Vec::with_capacity(w.len());
             for (i, x) in w.iter().enumerate() {
                 values.push(params::weight(i, real(&x, &format!("weights[{i}]"))?)?);
+            }
+            for (i, &x) in values.iter().enumerate() {
+                params::mean_weight(method, i, x)?;
             }
             Some(values)
         }
@@ -279,6 +295,9 @@ pub fn fusion_params(
         .map(|m| Ok::<_, PyErr>(params::min_score(real(&m, "min_score")?)?))
         .transpose()?;
     let normalize = normalize.or(false, |v| flag(v, "normalize"))?;
+    if normalize && !method.takes("normalize") {
+        return Err(params::unused("normalize", method).into());
+    }
     let p = Params {
         k,
         weights,
@@ -289,11 +308,125 @@ pub fn fusion_params(
         limit,
         min_score,
         normalize,
+        method,
+        norm,
+        ..Params::default()
     };
     if p.normalize && (p.weights.is_some() || n_lists.is_some()) {
         params::normalizer(&query_weights(&p, n_lists.unwrap_or(0)), p.k)?;
     }
     Ok(p)
+}
+
+/// The boost's values: a mapping key -> finite real (checked in the reference's order).
+pub type Boost<'py> = Option<Bound<'py, pyo3::types::PyDict>>;
+
+/// The method's own arguments (lower_is_better .. boost_weight), converted and checked in the
+/// reference's order into `p`; the boost values come back as a dict of floats.
+#[allow(clippy::too_many_arguments)]
+pub fn method_params<'py>(
+    p: &mut Params,
+    n_lists: Option<usize>,
+    lower_is_better: Option<Bound<'py, PyAny>>,
+    phi: Option<Bound<'py, PyAny>>,
+    gamma: Option<Bound<'py, PyAny>>,
+    sigma: Option<Bound<'py, PyAny>>,
+    boost: Option<Bound<'py, PyAny>>,
+    boost_weight: Option<Bound<'py, PyAny>>,
+) -> PyResult<Boost<'py>> {
+    let method = p.method;
+    let norm = params::norm(method, p.norm)?;
+    if let Some(lower) = lower_is_better {
+        if method.is_rank_based() || !norm.reads_scores() {
+            let user = if norm == Norm::None {
+                method.name()
+            } else {
+                norm.name()
+            };
+            return Err(PyValueError::new_err(format!(
+                "lower_is_better is not used by method '{user}'"
+            )));
+        }
+        let lower = as_tuple(&lower, "lower_is_better")?;
+        if let Some(n) = n_lists {
+            if lower.len() != n {
+                return Err(PyValueError::new_err(format!(
+                    "lower_is_better has {} values for {n} lists",
+                    lower.len()
+                )));
+            }
+        }
+        p.lower_is_better = Some(
+            lower
+                .iter()
+                .enumerate()
+                .map(|(i, x)| flag(&x, &format!("lower_is_better[{i}]")))
+                .collect::<PyResult<_>>()?,
+        );
+    }
+    for (name, value, slot) in [
+        ("phi", phi, &mut p.phi),
+        ("gamma", gamma, &mut p.gamma),
+        ("sigma", sigma, &mut p.sigma),
+    ] {
+        match value {
+            Some(_) if !method.takes(name) => return Err(params::unused(name, method).into()),
+            Some(v) => *slot = Some(params::finite(name, real(&v, name)?)?),
+            None if method.takes(name) && name != "sigma" => {
+                return Err(params::needed(name, method).into())
+            }
+            None if method.takes(name) => *slot = Some(0.01),
+            None => {}
+        }
+    }
+    if let Some(x) = p.phi {
+        params::phi(x)?;
+    }
+    if let Some(x) = p.sigma {
+        params::sigma(x)?;
+    }
+    let boost = match boost {
+        None => None,
+        Some(b) => {
+            let py = b.py();
+            if !b.is_instance(mapping_type(py)?)? {
+                return Err(PyTypeError::new_err(format!(
+                    "boost must be a mapping key -> value, got {}",
+                    describe(&b)
+                )));
+            }
+            let values = pyo3::types::PyDict::new(py);
+            for item in b.call_method0("items")?.try_iter()? {
+                let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+                let name = format!("boost[{}]", repr(&key));
+                values.set_item(&key, params::finite(&name, real(&value, &name)?)?)?;
+            }
+            Some(values)
+        }
+    };
+    match (&boost, boost_weight) {
+        (None, Some(_)) => {
+            return Err(PyValueError::new_err(
+                "boost_weight is not used without boost",
+            ))
+        }
+        (Some(_), None) => return Err(PyValueError::new_err("boost needs boost_weight")),
+        (Some(_), Some(w)) => {
+            p.boost_weight = Some(params::finite("boost_weight", real(&w, "boost_weight")?)?)
+        }
+        (None, None) => {}
+    }
+    if boost.is_some() && p.normalize {
+        return Err(PyValueError::new_err(
+            "boost cannot be combined with normalize=True",
+        ));
+    }
+    Ok(boost)
+}
+
+fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    MAPPING.import(py, "collections.abc", "Mapping")
 }
 
 /// The weights of a query of `n_lists` lists: the given ones (checked to match), or 1.0 each.

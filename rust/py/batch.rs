@@ -1,152 +1,176 @@
-//! `rrf_batch` over numpy id matrices: argument checks in the reference's order, the batch core
-//! (`crate::batch`) with the GIL released and on `threads` threads, and the result arrays.
+//! `rrf_batch` and `fuse_batch` over numpy id (and score) matrices: argument checks in the
+//! reference's order, the batch core (`crate::batch`) with the GIL released and on `threads`
+//! threads, and the result arrays.
 //!
-//! Input arrays: a native int64, C-contiguous, aligned array is copied (one memcpy) while the GIL
-//! is held; any other accepted array is converted by numpy (`astype(int64, order="C")`) into a new
-//! array that nobody else can see, which is then only read. Either way the core, which runs with
-//! the GIL released, reads memory that no other Python thread can write to, so a thread mutating
-//! an input array meanwhile cannot corrupt the call (a read-only borrow would not stop it: numpy
-//! does not consult rust-numpy's borrow flags). The output arrays are allocated by numpy (so an
-//! impossible size is numpy's MemoryError) and filled with the GIL released.
+//! Input arrays are copied (or converted by numpy into new arrays) while the GIL is held
+//! (`super::arrays`), so the core, which runs with the GIL released, reads memory that no other
+//! Python thread can write to. The output arrays are allocated by numpy (so an impossible size is
+//! numpy's MemoryError) and filled with the GIL released.
 
-use numpy::{
-    PyArray1, PyArray2, PyArray3, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray2,
-    PyUntypedArray, PyUntypedArrayMethods,
-};
+use hashbrown::HashMap;
+use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyInt};
 
-use super::args::{as_tuple, flag, fusion_params, int64, integer, Arg};
+use super::args::{
+    as_tuple, describe, flag, fusion_params, int64, method_params, repr, Arg, Boost,
+};
+use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
 use super::errors::core_error;
 use super::results::BATCH_RESULT;
 use super::rrf::query_plan;
-use crate::batch::{self, IdMatrix, Output};
-use crate::memory;
-use crate::pool;
+use crate::batch::{self, Extra, Output};
+use crate::fusion::{params, Hasher, Params};
 
-fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-    NUMPY
-        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))
-        .map(|m| m.bind(py))
-}
-
-/// The ids of one list, readable with the GIL released and by no one else writable.
-enum Ids<'py> {
-    /// A copy of the caller's int64 array.
-    Copied(Vec<i64>),
-    /// A new int64 array made by numpy from the caller's (other dtype or layout).
-    Converted(PyReadonlyArray2<'py, i64>),
-}
-
-struct IdArray<'py> {
-    ids: Ids<'py>,
-    rows: usize,
-    cols: usize,
-}
-
-impl IdArray<'_> {
-    fn matrix(&self) -> PyResult<IdMatrix<'_>> {
-        let data = match &self.ids {
-            Ids::Copied(v) => v.as_slice(),
-            Ids::Converted(a) => a
-                .as_slice()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-        };
-        IdMatrix::new(data, self.rows, self.cols)
-            .ok_or_else(|| PyRuntimeError::new_err("an id array does not match its shape"))
-    }
-}
-
-/// A copy of `ids`, in a buffer marked for huge pages (see `crate::memory`): fresh memory
-/// costs a page fault per 4 KiB page otherwise, a sizeable part of the copy.
-fn copy_ids(ids: &[i64]) -> Vec<i64> {
-    let mut copy: Vec<i64> = memory::vec_with_capacity(ids.len());
-    copy.extend_from_slice(ids);
-    copy
-}
-
-/// A 2-D integer array whose dtype widens to int64 without loss (int8..int64, uint8..uint32),
-/// like the reference's `_id_matrix`: not an ndarray -> `numpy.asarray`; a wrong dtype is a
-/// TypeError, a wrong number of dimensions a ValueError.
-fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<'py>> {
-    let py = value.py();
-    let array = match value.cast::<PyUntypedArray>() {
-        Ok(a) => a.clone(),
-        Err(_) => match numpy(py)?.call_method1("asarray", (value,)) {
-            Ok(a) => a.cast_into::<PyUntypedArray>()?,
-            Err(e) if e.is_instance_of::<PyValueError>(py) => {
+/// `lists`: 2-D id arrays with the same number of rows.
+fn id_arrays<'py>(lists: &Bound<'py, PyAny>, name: &str) -> PyResult<Vec<IdArray<'py>>> {
+    let outer = as_tuple(lists, name)?;
+    let mut arrays: Vec<IdArray<'py>> = Vec::with_capacity(outer.len());
+    for (i, item) in outer.iter().enumerate() {
+        let a = id_array(&item, &format!("{name}[{i}]"))?;
+        if let Some(first) = arrays.first() {
+            if a.rows != first.rows {
                 return Err(PyValueError::new_err(format!(
-                    "{name} is not a 2-D integer array: {}",
-                    e.value(py)
-                )))
+                    "{name}[{i}] has {} rows (queries), {name}[0] has {}",
+                    a.rows, first.rows
+                )));
             }
-            Err(e) => return Err(e),
-        },
-    };
-    let dtype = array.dtype();
-    let (kind, size) = (dtype.kind(), dtype.itemsize());
-    if !((kind == b'i' && size <= 8) || (kind == b'u' && size <= 4)) {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be an integer array that widens to int64, got dtype {}",
-            dtype.str()?
-        )));
+        }
+        arrays.push(a);
     }
-    if array.ndim() != 2 {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be a 2-D array (queries, candidates), got shape {}",
-            array.getattr("shape")?.repr()?
-        )));
-    }
-    let (rows, cols) = (array.shape()[0], array.shape()[1]);
-    let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));
-    if native && array.is_c_contiguous() && array.is_aligned() {
-        let typed = array.cast::<PyArray2<i64>>()?;
-        let ro = typed
-            .try_readonly()
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        let copy = copy_ids(
-            ro.as_slice()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-        );
-        return Ok(IdArray {
-            ids: Ids::Copied(copy),
-            rows,
-            cols,
-        });
-    }
-    let int64 = numpy(py)?.getattr("int64")?;
-    let kwargs = pyo3::types::PyDict::new(py);
-    kwargs.set_item("order", "C")?;
-    let converted = array
-        .call_method("astype", (int64,), Some(&kwargs))?
-        .cast_into::<PyArray2<i64>>()?;
-    let ro = converted
-        .try_readonly()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    Ok(IdArray {
-        ids: Ids::Converted(ro),
-        rows,
-        cols,
-    })
+    Ok(arrays)
 }
 
-fn thread_count(threads: Option<Bound<'_, PyAny>>) -> PyResult<usize> {
-    let threads = threads.map(|t| integer(&t, "threads", 1)).transpose()?;
-    Ok(pool::resolve_threads(threads))
+/// The boost of a batch: its keys must be ids (ints); those beyond int64 cannot be ids and are
+/// left out.
+fn boost_ids(boost: &Bound<'_, PyDict>) -> PyResult<HashMap<i64, f64, Hasher>> {
+    let mut out = HashMap::with_capacity_and_hasher(boost.len(), Hasher::default());
+    for (key, value) in boost.iter() {
+        let index = if key.is_instance_of::<pyo3::types::PyBool>() {
+            None
+        } else if key.cast::<PyInt>().is_ok() {
+            Some(key.clone())
+        } else if key.get_type().hasattr("__index__")? {
+            Some(key.call_method0("__index__")?) // a numpy integer
+        } else {
+            None
+        };
+        let Some(index) = index else {
+            return Err(PyTypeError::new_err(format!(
+                "boost's keys must be ids (ints), got {}",
+                describe(&key)
+            )));
+        };
+        if let Ok(id) = index.extract::<i64>() {
+            out.insert(id, value.extract::<f64>()?); // an id beyond int64 is in no row
+        }
+    }
+    Ok(out)
 }
 
-/// A new numpy array of `shape` (`numpy.empty` or `numpy.zeros`), so that an impossible size is
-/// numpy's own MemoryError.
-fn new_array<'py>(
+/// Fuses every row and builds the BatchResult (`normalized` with fuse_batch's traces).
+#[allow(clippy::too_many_arguments)]
+fn fuse_rows<'py>(
     py: Python<'py>,
-    how: &str,
-    shape: &[usize],
-    dtype: &str,
+    arrays: Vec<IdArray<'py>>,
+    scores: &[Option<Vec<f64>>],
+    pad: i64,
+    params: &Params,
+    boost: Option<&HashMap<i64, f64, Hasher>>,
+    trace: bool,
+    n_threads: usize,
+    with_normalized: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    numpy(py)?.call_method1(how, (PyTuple::new(py, shape)?, dtype))
+    let plan = query_plan(params, arrays.len(), false)?;
+    let matrices = arrays
+        .iter()
+        .map(IdArray::matrix)
+        .collect::<PyResult<Vec<_>>>()?;
+    let score_slices: Vec<Option<&[f64]>> = scores.iter().map(|s| s.as_deref()).collect();
+    let extra = Extra {
+        scores: &score_slices,
+        boost,
+    };
+    let fused = py
+        .detach(|| batch::fuse_batch(&matrices, extra, &plan, pad, trace, n_threads))
+        .map_err(|e| core_error(py, e, None))?;
+    drop(matrices);
+    drop(arrays);
+
+    let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
+    let ids = new_array(py, "empty", &[q, w], "int64")?.cast_into::<PyArray2<i64>>()?;
+    let scores = new_array(py, "empty", &[q, w], "float64")?.cast_into::<PyArray2<f64>>()?;
+    let counts = new_array(py, "empty", &[q], "int64")?.cast_into::<PyArray1<i64>>()?;
+    let zeros = |dtype| new_array(py, "zeros", &[q, w, l], dtype);
+    let (ranks, contributions, normalized) = if trace {
+        (
+            Some(zeros("int32")?.cast_into::<PyArray3<i32>>()?),
+            Some(zeros("float64")?.cast_into::<PyArray3<f64>>()?),
+            if with_normalized {
+                Some(zeros("float64")?.cast_into::<PyArray3<f64>>()?)
+            } else {
+                None
+            },
+        )
+    } else {
+        (None, None, None)
+    };
+    {
+        let borrow = |e: numpy::BorrowError| PyRuntimeError::new_err(e.to_string());
+        let slice = |e: numpy::AsSliceError| PyRuntimeError::new_err(e.to_string());
+        let mut ids_rw = ids.try_readwrite().map_err(borrow)?;
+        let mut scores_rw = scores.try_readwrite().map_err(borrow)?;
+        let mut counts_rw = counts.try_readwrite().map_err(borrow)?;
+        let mut ranks_rw = ranks
+            .as_ref()
+            .map(|a| a.try_readwrite())
+            .transpose()
+            .map_err(borrow)?;
+        let mut contributions_rw = contributions
+            .as_ref()
+            .map(|a| a.try_readwrite())
+            .transpose()
+            .map_err(borrow)?;
+        let mut normalized_rw = normalized
+            .as_ref()
+            .map(|a| a.try_readwrite())
+            .transpose()
+            .map_err(borrow)?;
+        let out = Output {
+            ids: ids_rw.as_slice_mut().map_err(slice)?,
+            scores: scores_rw.as_slice_mut().map_err(slice)?,
+            counts: counts_rw.as_slice_mut().map_err(slice)?,
+            ranks: ranks_rw
+                .as_mut()
+                .map(|a| a.as_slice_mut())
+                .transpose()
+                .map_err(slice)?,
+            contributions: contributions_rw
+                .as_mut()
+                .map(|a| a.as_slice_mut())
+                .transpose()
+                .map_err(slice)?,
+            normalized: normalized_rw
+                .as_mut()
+                .map(|a| a.as_slice_mut())
+                .transpose()
+                .map_err(slice)?,
+        };
+        py.detach(|| fused.write(out));
+    }
+    let none = || py.None().into_bound(py);
+    let mut fields = vec![
+        ids.into_any(),
+        scores.into_any(),
+        counts.into_any(),
+        ranks.map_or_else(none, Bound::into_any),
+        contributions.map_or_else(none, Bound::into_any),
+    ];
+    if with_normalized {
+        fields.push(normalized.map_or_else(none, Bound::into_any));
+    }
+    BATCH_RESULT.make(py, fields)
 }
 
 /// RRF of Q queries at once: row q of the result is `rrf` of row q of every list.
@@ -184,22 +208,11 @@ pub fn rrf_batch<'py>(
     trace: Arg<'py>,
     threads: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let outer = as_tuple(lists, "lists")?;
-    let mut arrays: Vec<IdArray<'py>> = Vec::with_capacity(outer.len());
-    for (i, item) in outer.iter().enumerate() {
-        let a = id_array(&item, &format!("lists[{i}]"))?;
-        if let Some(first) = arrays.first() {
-            if a.rows != first.rows {
-                return Err(PyValueError::new_err(format!(
-                    "lists[{i}] has {} rows (queries), lists[0] has {}",
-                    a.rows, first.rows
-                )));
-            }
-        }
-        arrays.push(a);
-    }
+    let arrays = id_arrays(lists, "lists")?;
     let pad = pad.or(-1, |v| int64(v, "pad"))?;
     let params = fusion_params(
+        Arg::Missing,
+        None,
         k,
         weights,
         Some(arrays.len()),
@@ -213,72 +226,127 @@ pub fn rrf_batch<'py>(
     )?;
     let trace = trace.or(false, |v| flag(v, "trace"))?;
     let n_threads = thread_count(threads)?;
-    let plan = query_plan(&params, arrays.len())?;
+    fuse_rows(py, arrays, &[], pad, &params, None, trace, n_threads, false)
+}
 
-    let matrices = arrays
-        .iter()
-        .map(IdArray::matrix)
-        .collect::<PyResult<Vec<_>>>()?;
-    let fused = py
-        .detach(|| batch::fuse_batch(&matrices, &plan, pad, trace, n_threads))
-        .map_err(|e| core_error(py, e, None))?;
-    drop(matrices);
-    drop(arrays);
-
-    let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
-    let ids = new_array(py, "empty", &[q, w], "int64")?.cast_into::<PyArray2<i64>>()?;
-    let scores = new_array(py, "empty", &[q, w], "float64")?.cast_into::<PyArray2<f64>>()?;
-    let counts = new_array(py, "empty", &[q], "int64")?.cast_into::<PyArray1<i64>>()?;
-    let traced = if trace {
-        Some((
-            new_array(py, "zeros", &[q, w, l], "int32")?.cast_into::<PyArray3<i32>>()?,
-            new_array(py, "zeros", &[q, w, l], "float64")?.cast_into::<PyArray3<f64>>()?,
-        ))
-    } else {
-        None
-    };
-    {
-        let borrow = |e: numpy::BorrowError| PyRuntimeError::new_err(e.to_string());
-        let slice = |e: numpy::AsSliceError| PyRuntimeError::new_err(e.to_string());
-        let mut ids_rw = ids.try_readwrite().map_err(borrow)?;
-        let mut scores_rw = scores.try_readwrite().map_err(borrow)?;
-        let mut counts_rw = counts.try_readwrite().map_err(borrow)?;
-        let mut trace_rw = match &traced {
-            Some((r, c)) => Some((
-                r.try_readwrite().map_err(borrow)?,
-                c.try_readwrite().map_err(borrow)?,
-            )),
-            None => None,
-        };
-        let (ranks, contributions) = match trace_rw.as_mut() {
-            Some((r, c)) => (
-                Some(r.as_slice_mut().map_err(slice)?),
-                Some(c.as_slice_mut().map_err(slice)?),
-            ),
-            None => (None, None),
-        };
-        let out = Output {
-            ids: ids_rw.as_slice_mut().map_err(slice)?,
-            scores: scores_rw.as_slice_mut().map_err(slice)?,
-            counts: counts_rw.as_slice_mut().map_err(slice)?,
-            ranks,
-            contributions,
-        };
-        py.detach(|| fused.write(out));
+/// `fuse` of Q queries at once: row q of the result is `fuse` of row q of every list, bit for
+/// bit.
+///
+/// `ids` as rrf_batch's lists: 2-D integer arrays (Q, N_i) padded with `pad`. `scores`: None,
+/// or per list None or a (Q, N_i) real array aligned with the list's ids (the score of a pad is
+/// never read; any other must be finite). The other arguments are `fuse`'s (`boost`'s keys are
+/// ids). Returns a BatchResult as rrf_batch's; with trace=True also `normalized` (Q, W, L): the
+/// normalised value of the hit's best occurrence in list l, 0.0 where absent. See
+/// docs/semantics.md and docs/batch.md.
+#[pyfunction]
+#[pyo3(
+    signature = (ids, scores=None, *, pad=Arg::Missing, method=Arg::Missing, norm=None,
+                 k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
+                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
+                 normalize=Arg::Missing, lower_is_better=None, phi=None, gamma=None, sigma=None,
+                 boost=None, boost_weight=None, trace=Arg::Missing, threads=None),
+    text_signature = "(ids, scores=None, *, pad=-1, method='rrf', norm=None, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, lower_is_better=None, phi=None, gamma=None, sigma=None, boost=None, boost_weight=None, trace=False, threads=None)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn fuse_batch<'py>(
+    py: Python<'py>,
+    ids: &Bound<'py, PyAny>,
+    scores: Option<Bound<'py, PyAny>>,
+    pad: Arg<'py>,
+    method: Arg<'py>,
+    norm: Option<Bound<'py, PyAny>>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Arg<'py>,
+    tie_break: Arg<'py>,
+    offset: Arg<'py>,
+    limit: Option<Bound<'py, PyAny>>,
+    min_score: Option<Bound<'py, PyAny>>,
+    normalize: Arg<'py>,
+    lower_is_better: Option<Bound<'py, PyAny>>,
+    phi: Option<Bound<'py, PyAny>>,
+    gamma: Option<Bound<'py, PyAny>>,
+    sigma: Option<Bound<'py, PyAny>>,
+    boost: Option<Bound<'py, PyAny>>,
+    boost_weight: Option<Bound<'py, PyAny>>,
+    trace: Arg<'py>,
+    threads: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let arrays = id_arrays(ids, "ids")?;
+    let n = arrays.len();
+    let mut score_data: Vec<Option<Vec<f64>>> = vec![None; n];
+    if let Some(s) = scores.filter(|s| !s.is_none()) {
+        let s = as_tuple(&s, "scores")?;
+        if s.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "scores has {} entries for {n} lists",
+                s.len()
+            )));
+        }
+        for (i, item) in s.iter().enumerate() {
+            if item.is_none() {
+                continue;
+            }
+            let (data, shape) = float_matrix(&item, &format!("scores[{i}]"))?;
+            let expected = (arrays[i].rows, arrays[i].cols);
+            if shape != expected {
+                return Err(PyValueError::new_err(format!(
+                    "scores[{i}] has shape {} but ids[{i}] has shape {}",
+                    repr(shape.into_pyobject(py)?.as_any()),
+                    repr(expected.into_pyobject(py)?.as_any())
+                )));
+            }
+            score_data[i] = Some(data);
+        }
     }
-    let (ranks, contributions) = match traced {
-        Some((r, c)) => (r.into_any(), c.into_any()),
-        None => (py.None().into_bound(py), py.None().into_bound(py)),
-    };
-    BATCH_RESULT.make(
+    let pad = pad.or(-1, |v| int64(v, "pad"))?;
+    let mut params = fusion_params(
+        method,
+        norm,
+        k,
+        weights,
+        Some(n),
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
+    )?;
+    let plan = query_plan(&params, n, false)?;
+    if plan.reads_scores() {
+        for (i, s) in score_data.iter().enumerate() {
+            if plan.weights[i] != 0.0 && s.is_none() {
+                return Err(params::scores_missing(plan.params.method, plan.norm, i).into());
+            }
+        }
+    }
+    let boost = method_params(
+        &mut params,
+        Some(n),
+        lower_is_better,
+        phi,
+        gamma,
+        sigma,
+        boost,
+        boost_weight,
+    )?;
+    let boost: Boost<'_> = boost;
+    let boost = boost.map(|b| boost_ids(&b)).transpose()?;
+    let trace = trace.or(false, |v| flag(v, "trace"))?;
+    let n_threads = thread_count(threads)?;
+    fuse_rows(
         py,
-        [
-            ids.into_any(),
-            scores.into_any(),
-            counts.into_any(),
-            ranks,
-            contributions,
-        ],
+        arrays,
+        &score_data,
+        pad,
+        &params,
+        boost.as_ref(),
+        trace,
+        n_threads,
+        true,
     )
 }
 
@@ -310,7 +378,7 @@ pub fn _bare_loop(
         .plan(matrices.len())
         .map_err(|e| core_error(py, e, None))?;
     let fused = py
-        .detach(|| batch::fuse_batch(&matrices, &plan, -1, false, n_threads))
+        .detach(|| batch::fuse_batch(&matrices, Extra::default(), &plan, -1, false, n_threads))
         .map_err(|e| core_error(py, e, None))?;
     let (q, w) = (fused.rows(), fused.width());
     let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
@@ -319,13 +387,21 @@ pub fn _bare_loop(
             (0..repeat)
                 .map(|_| {
                     let t = std::time::Instant::now();
-                    let fused = batch::fuse_batch(&matrices, &plan, -1, false, n_threads)?;
+                    let fused = batch::fuse_batch(
+                        &matrices,
+                        Extra::default(),
+                        &plan,
+                        -1,
+                        false,
+                        n_threads,
+                    )?;
                     fused.write(Output {
                         ids: &mut ids,
                         scores: &mut scores,
                         counts: &mut counts,
                         ranks: None,
                         contributions: None,
+                        normalized: None,
                     });
                     Ok(t.elapsed().as_secs_f64())
                 })

@@ -6,6 +6,7 @@
 //! exceptions in one place (`errors`).
 
 mod args;
+mod arrays;
 mod batch;
 mod errors;
 mod keys;
@@ -20,8 +21,10 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     results::register(m)?;
     m.add_function(wrap_pyfunction!(rrf::rrf, m)?)?;
+    m.add_function(wrap_pyfunction!(rrf::fuse, m)?)?;
     m.add_function(wrap_pyfunction!(rrf::rrf_many, m)?)?;
     m.add_function(wrap_pyfunction!(batch::rrf_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::fuse_batch, m)?)?;
     #[cfg(feature = "bench-hooks")]
     m.add_function(wrap_pyfunction!(batch::_bare_loop, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate, m)?)?;

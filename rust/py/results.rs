@@ -81,20 +81,32 @@ fn no_check(_: &[Bound<'_, PyAny>]) -> PyResult<()> {
 
 pub static CONTRIBUTION: Spec = Spec {
     name: c"Contribution",
-    doc: c"One counted occurrence of a hit's key: weight / (k + rank) from list list_index.",
+    doc: c"What one list gave a hit: the tuple (list_index, rank, weight, contribution, score); \
+           normalized is an attribute.",
     fields: &[
         field(c"list_index", c"the list (0-based)", Kind::Count(0), false),
         field(
             c"rank",
-            c"the 1-based rank in that list",
-            Kind::Count(1),
+            c"the 1-based rank in that list, 0 when the key is not in it",
+            Kind::Count(0),
             false,
         ),
         field(c"weight", c"the list's weight", Kind::Real, false),
-        field(c"contribution", c"weight / (k + rank)", Kind::Real, false),
+        field(
+            c"contribution",
+            c"the term the method adds (RRF: weight / (k + rank))",
+            Kind::Real,
+            false,
+        ),
         field(
             c"score",
             c"the list's own raw score, when given",
+            Kind::Real,
+            true,
+        ),
+        field(
+            c"normalized",
+            c"the value the normalisation gave it (score-based methods)",
             Kind::Real,
             true,
         ),
@@ -124,6 +136,19 @@ pub static HIT: Spec = Spec {
             Kind::TupleOf(&CONTRIBUTION),
             true,
         ),
+        field(
+            c"factor",
+            c"what the method multiplied the sum of the contributions by (traced)",
+            Kind::Real,
+            true,
+        ),
+        field(
+            c"divisor",
+            c"what the method divided it by (traced)",
+            Kind::Real,
+            true,
+        ),
+        field(c"boost", c"what the boost added (traced)", Kind::Real, true),
     ],
     visible: 2,
     plain: true,
@@ -182,7 +207,7 @@ fn batch_shapes(fields: &[Bound<'_, PyAny>]) -> PyResult<()> {
 
 pub static BATCH_RESULT: Spec = Spec {
     name: c"BatchResult",
-    doc: c"The result of rrf_batch: unpacks as (ids, scores, counts); ranks and contributions \
+    doc: c"The result of rrf_batch and fuse_batch: unpacks as (ids, scores, counts); ranks and contributions \
            are (Q, W, L) arrays with trace=True, else None.",
     fields: &[
         field(
@@ -212,6 +237,12 @@ pub static BATCH_RESULT: Spec = Spec {
         field(
             c"contributions",
             c"(Q, W, L) float64: the hit's contribution from list l, 0.0 where absent",
+            Kind::Array("float64", 3),
+            true,
+        ),
+        field(
+            c"normalized",
+            c"(Q, W, L) float64 (fuse_batch): the normalised value of the hit in list l",
             Kind::Array("float64", 3),
             true,
         ),
@@ -297,7 +328,7 @@ impl Spec {
         });
         let (dealloc, traverse): (ffi::destructor, ffi::traverseproc) = match n {
             3 => (dealloc::<3>, traverse::<3>),
-            5 => (dealloc::<5>, traverse::<5>),
+            6 => (dealloc::<6>, traverse::<6>),
             _ => return Err(PyValueError::new_err("a record type of an unplanned size")),
         };
         let slot = |slot, pfunc: *mut std::ffi::c_void| ffi::PyType_Slot { slot, pfunc };

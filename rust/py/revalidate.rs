@@ -3,10 +3,7 @@
 //! lookup, `where` and `is_live`.
 
 use numpy::ndarray::Array2;
-use numpy::{
-    IntoPyArray, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
-    PyUntypedArray, PyUntypedArrayMethods,
-};
+use numpy::{IntoPyArray, PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -16,6 +13,7 @@ use pyo3::types::{
 };
 
 use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
+use super::arrays::{borrow, contiguous, matrix, numpy, shape, slice};
 use super::keys::{exact_ints, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use crate::revalidate::{self as core, Plan};
@@ -331,81 +329,6 @@ pub fn revalidate<'py>(
 }
 
 // --- revalidate_batch ------------------------------------------------------------------------------
-
-fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-    NUMPY
-        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))
-        .map(|m| m.bind(py))
-}
-
-/// A 2-D array whose dtype kind is accepted (checked before the shape), like the reference's
-/// `_matrix`.
-fn matrix<'py>(
-    value: &Bound<'py, PyAny>,
-    name: &str,
-    kinds: &[u8],
-    what: &str,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let py = value.py();
-    let array = match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
-        Ok(a) => a,
-        Err(e) if e.is_instance_of::<PyValueError>(py) => {
-            return Err(PyValueError::new_err(format!(
-                "{name} must be a 2-D array: {}",
-                e.value(py)
-            )))
-        }
-        Err(e) => return Err(e),
-    };
-    let array = array.cast_into::<PyUntypedArray>()?;
-    if !kinds.contains(&array.dtype().kind()) {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be {what}, got dtype {}",
-            array.dtype().str()?
-        )));
-    }
-    if array.ndim() != 2 {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be a 2-D array (queries, candidates), got shape {}",
-            shape(&array)?
-        )));
-    }
-    Ok(array)
-}
-
-fn shape(array: &Bound<'_, PyUntypedArray>) -> PyResult<String> {
-    Ok(array
-        .getattr(intern!(array.py(), "shape"))?
-        .repr()?
-        .to_string())
-}
-
-/// `array` as a C-contiguous array of `dtype` (itself when it already is one).
-fn contiguous<'py>(
-    array: &Bound<'py, PyUntypedArray>,
-    dtype: &str,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let py = array.py();
-    numpy(py)?
-        .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
-        .cast_into::<PyUntypedArray>()
-        .map_err(Into::into)
-}
-
-/// A read-only borrow of an array of `T`.
-fn borrow<'py, T: numpy::Element>(
-    array: &Bound<'py, PyUntypedArray>,
-) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
-    Ok(array.cast::<PyArrayDyn<T>>()?.readonly())
-}
-
-/// The data of a C-contiguous borrow.
-fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<&'a [T]> {
-    array
-        .as_slice()
-        .map_err(|e| PyValueError::new_err(e.to_string()))
-}
 
 /// The live candidates of Q queries at once (docs/semantics.md, "Candidate revalidation").
 ///

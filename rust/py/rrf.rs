@@ -5,13 +5,15 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyList, PyTuple};
 
-use super::args::{as_tuple, flag, fusion_params, integer, query_weights, real, Arg};
+use super::args::{
+    as_tuple, flag, fusion_params, integer, method_params, query_weights, real, Arg, Boost,
+};
 use super::errors::fusion_error;
 use super::keys::{exact_ints, PyInterner};
 use super::results::{CONTRIBUTION, HIT};
 use crate::error::Error;
 use crate::fusion::params::{self, Params, Plan, TieBreak};
-use crate::fusion::{IdTable, Interned, Rows, Trace, Workspace};
+use crate::fusion::{IdTable, Interned, Rows, Scores, Trace, Workspace};
 
 /// One query's input: its lists (tuples: they cannot change while the core reads them) and,
 /// per list, the caller's raw scores (only carried into traces).
@@ -29,8 +31,25 @@ pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, 
         .collect()
 }
 
-/// `scores=`: per list, None or the list's raw scores (finite reals), aligned with the list.
+/// `scores=`: per list, None or the list's raw scores (finite reals), aligned with the list. A
+/// method whose normalisation reads scores needs them for every list it reads.
 pub fn extract_raw_scores(
+    scores: Option<Bound<'_, PyAny>>,
+    lists: &[Bound<'_, PyTuple>],
+    plan: &Plan,
+) -> PyResult<Vec<Option<Vec<f64>>>> {
+    let raw = raw_scores(scores, lists)?;
+    if plan.reads_scores() {
+        for (i, s) in raw.iter().enumerate() {
+            if plan.weights[i] != 0.0 && s.is_none() {
+                return Err(params::scores_missing(plan.params.method, plan.norm, i).into());
+            }
+        }
+    }
+    Ok(raw)
+}
+
+fn raw_scores(
     scores: Option<Bound<'_, PyAny>>,
     lists: &[Bound<'_, PyTuple>],
 ) -> PyResult<Vec<Option<Vec<f64>>>> {
@@ -69,13 +88,15 @@ pub fn extract_raw_scores(
     Ok(raw_scores)
 }
 
-/// The plan of a query of `n_lists` lists: the weights checked against them (rrf_many checks
-/// them per query; rrf and rrf_batch have checked them with the arguments).
-pub fn query_plan(params: &Params, n_lists: usize) -> Result<Plan, Error> {
-    if let Some(w) = &params.weights {
-        params::weights_len(w.len(), n_lists)?;
-    }
+/// The plan of a query of `n_lists` lists; with `check`, the weights checked against them and
+/// the normaliser (rrf_many, whose number of lists is only known per query).
+pub fn query_plan(params: &Params, n_lists: usize, check: bool) -> Result<Plan, Error> {
     let weights = query_weights(params, n_lists);
+    if check {
+        if let Some(w) = &params.weights {
+            params::weights_len(w.len(), n_lists)?;
+        }
+    }
     let normalizer = params
         .normalize
         .then(|| params::normalizer(&weights, params.k))
@@ -142,69 +163,88 @@ impl Engine {
         py: Python<'py>,
         query: &Query<'py>,
         plan: &Plan,
+        boost: &Boost<'py>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mut engine = Engine::take(trace);
-        let out = engine.fuse(py, query, plan, trace);
+        let out = engine.fuse(py, query, plan, boost, trace);
         engine.give_back();
         out
     }
 
-    /// Fuses one query and builds its page of hits. Exact-int keys run with the GIL released;
-    /// any other keys are interned with the GIL held (their `__hash__`/`__eq__` are Python),
-    /// then ranked with it released — or, with tie_break="key", held (tied keys are compared
-    /// by Python).
+    /// Fuses one query and builds its page of hits. Exact-int keys run with the GIL released
+    /// (when the input is large); any other keys are interned with the GIL held (their
+    /// `__hash__`/`__eq__` are Python), then ranked with it released — or, with
+    /// tie_break="key", held (tied keys are compared by Python). The boost's values are looked
+    /// up with the GIL held.
     pub fn fuse<'py>(
         &mut self,
         py: Python<'py>,
         query: &Query<'py>,
         plan: &Plan,
+        boost: &Boost<'py>,
         trace: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let lists = &query.lists;
         let read: Vec<usize> = (0..lists.len())
             .map(|i| plan.read_len(i, lists[i].len()))
             .collect();
+        let scores: Vec<Option<&[f64]>> = query.raw_scores.iter().map(|s| s.as_deref()).collect();
         let Engine { ws, table, .. } = self;
         let large = read.iter().sum::<usize>() >= DETACH_MIN_ITEMS;
-        if let Some(ints) = exact_ints(lists, &read) {
-            let mut fuse = || {
-                let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
-                ws.fuse(&mut Rows::new(&rows, None, table), plan)?;
-                ws.rank(plan);
-                Ok(())
-            };
+        let core = |e| fusion_error(py, e, lists);
+        let ints = exact_ints(lists, &read);
+        if let Some(ints) = &ints {
+            let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
+            let mut fuse = || ws.fuse(&mut Rows::new(&rows, None, table), &scores, plan);
             let fused = if large { py.detach(fuse) } else { fuse() };
-            fused.map_err(|e| fusion_error(py, e, lists))?;
+            fused.map_err(core)?;
         } else {
             let mut interner = PyInterner::new(lists);
             let fused = ws.fuse(
                 &mut Interned::new(&read, |l, p, _| interner.intern(l, p).map_err(Failed::Py)),
+                &scores,
                 plan,
             );
             match fused {
                 Ok(()) => {}
-                Err(Failed::Core(e)) => return Err(fusion_error(py, e, lists)),
+                Err(Failed::Core(e)) => return Err(core(e)),
                 Err(Failed::Py(e)) => return Err(e),
             }
-            if plan.params.tie_break == TieBreak::Key {
-                let sorted = py.import("builtins")?.getattr("sorted")?;
-                ws.rank_groups(plan, |group, firsts| {
-                    let keys = group
-                        .iter()
-                        .map(|&id| {
-                            let (l, p) = firsts.get(id);
-                            lists[l as usize].get_item(p as usize)
-                        })
-                        .collect::<PyResult<Vec<_>>>()?;
-                    sort_by_key(py, &sorted, group, keys)
-                })?;
-            } else if large {
-                py.detach(|| ws.rank(plan));
-            } else {
-                ws.rank(plan);
+        }
+        if let Some(values) = boost {
+            let boosted = ws.boost(plan, |_, _, (l, p)| {
+                let key = lists[l as usize].get_item(p as usize).map_err(Failed::Py)?;
+                let value = values.get_item(key).map_err(Failed::Py)?;
+                value
+                    .map(|v| v.extract::<f64>())
+                    .transpose()
+                    .map_err(Failed::Py)
+            });
+            match boosted {
+                Ok(()) => {}
+                Err(Failed::Core(e)) => return Err(core(e)),
+                Err(Failed::Py(e)) => return Err(e),
             }
         }
-        self.hits(py, query, plan, trace)
+        // Exact ints are ordered by value in Rust; other keys by Python.
+        if plan.params.tie_break == TieBreak::Key && ints.is_none() {
+            let sorted = py.import("builtins")?.getattr("sorted")?;
+            ws.rank_groups(plan, |group, firsts| {
+                let keys = group
+                    .iter()
+                    .map(|&id| {
+                        let (l, p) = firsts.get(id);
+                        lists[l as usize].get_item(p as usize)
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                sort_by_key(py, &sorted, group, keys)
+            })?;
+        } else if large {
+            py.detach(|| ws.rank(plan));
+        } else {
+            ws.rank(plan);
+        }
+        self.hits(py, query, plan, &scores, trace)
     }
 
     /// The Python hits of the page just fused.
@@ -213,13 +253,21 @@ impl Engine {
         py: Python<'py>,
         query: &Query<'py>,
         plan: &Plan,
+        scores: Scores<'_>,
         trace: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         if trace {
-            self.ws.trace(plan, &mut self.trace);
+            self.ws.trace(plan, scores, &mut self.trace);
         }
         let page = self.ws.page();
         let none = py.None().into_bound(py);
+        let float_or_none = |x: f64| {
+            if x.is_nan() {
+                none.clone()
+            } else {
+                PyFloat::new(py, x).into_any()
+            }
+        };
         let weights: Vec<Bound<'py, PyAny>> = if trace {
             plan.weights
                 .iter()
@@ -236,29 +284,36 @@ impl Engine {
                 query.lists[list as usize].get_borrowed_item_unchecked(position as usize)
             };
             let score = PyFloat::new(py, self.ws.score(id)).into_any();
-            let contributions = if trace {
-                let mut items = Vec::with_capacity(self.trace.hit(j).len());
-                for c in self.trace.hit(j) {
-                    let list = c.list as usize;
-                    let raw = query.raw_scores[list]
-                        .as_ref()
-                        .map(|v| v[c.position as usize]);
-                    items.push(CONTRIBUTION.make(
-                        py,
-                        [
-                            list.into_pyobject(py)?.into_any(),
-                            c.rank().into_pyobject(py)?.into_any(),
-                            weights[list].clone(),
-                            PyFloat::new(py, c.value).into_any(),
-                            raw.map_or_else(|| none.clone(), |r| PyFloat::new(py, r).into_any()),
-                        ],
-                    )?);
-                }
-                PyTuple::new(py, items)?.into_any()
-            } else {
-                none.clone()
-            };
-            hits.push(HIT.make(py, [key.to_owned(), score, contributions])?);
+            if !trace {
+                hits.push(HIT.make(py, [key.to_owned(), score])?);
+                continue;
+            }
+            let mut items = Vec::with_capacity(self.trace.hit(j).len());
+            for c in self.trace.hit(j) {
+                let list = c.list as usize;
+                items.push(CONTRIBUTION.make(
+                    py,
+                    [
+                        list.into_pyobject(py)?.into_any(),
+                        c.rank().into_pyobject(py)?.into_any(),
+                        weights[list].clone(),
+                        PyFloat::new(py, c.value).into_any(),
+                        float_or_none(c.raw),
+                        float_or_none(c.normalized),
+                    ],
+                )?);
+            }
+            hits.push(HIT.make(
+                py,
+                [
+                    key.to_owned(),
+                    score,
+                    PyTuple::new(py, items)?.into_any(),
+                    float_or_none(self.trace.factors[j]),
+                    float_or_none(self.trace.divisors[j]),
+                    float_or_none(self.trace.boosts[j]),
+                ],
+            )?);
         }
         PyList::new(py, hits)
     }
@@ -302,7 +357,7 @@ fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
     err
 }
 
-/// Reciprocal Rank Fusion of ranked lists (each best first).
+/// Reciprocal Rank Fusion of ranked lists (each best first): `fuse(lists, method="rrf", ...)`.
 ///
 /// Every counted occurrence of a key at rank r (1-based position in the list as given) of list i
 /// contributes weights[i] / (k + r). A key's score is the sum of its contributions added in
@@ -327,7 +382,7 @@ fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
 ///     trace: give every hit its contributions.
 ///
 /// Returns:
-///     A list of Hit, best first; a hit unpacks as (key, score).
+///     A list of Hit, best first; a hit is the tuple (key, score).
 ///
 /// Raises:
 ///     TypeError: an argument of the wrong type, an unhashable key, incomparable tied keys with
@@ -361,11 +416,107 @@ pub fn rrf<'py>(
     scores: Option<Bound<'py, PyAny>>,
     trace: Arg<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let lists = extract_lists(lists)?;
-    let params = fusion_params(
+    fuse(
+        py,
+        lists,
+        Arg::Missing,
+        None,
         k,
         weights,
-        Some(lists.len()),
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
+        scores,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        trace,
+    )
+}
+
+/// Fusion of ranked lists (each best first) by `method`: Reciprocal Rank Fusion and the rank-
+/// and score-based methods of ranx, Elasticsearch, OpenSearch, Qdrant and Weaviate, traced.
+/// The whole contract, every formula and edge case: docs/semantics.md, "Fusion methods".
+///
+/// Args:
+///     lists: iterables of hashable keys, best first (dict semantics: 1, 1.0 and True are one
+///         key). A key's rank is its 1-based position in the list as given.
+///     method: rank-based "rrf" (default), "rbc", "isr", "log_isr", "logn_isr", "bordafuse",
+///         "condorcet"; score-based "sum", "wsum", "mnz", "anz", "gmnz", "max", "min", "med",
+///         "wmnz", "mixed", "dbsf", "relative_score", "arithmetic_mean", "geometric_mean",
+///         "harmonic_mean".
+///     norm: a score-based method's normalisation of each list: "none" (default), "min-max",
+///         "max", "sum", "z-score", "l2", "rank", "borda", "dbsf". dbsf and relative_score
+///         normalise with their own ("dbsf", "min-max").
+///     k: rrf's constant (default 60). weights: one finite real per list, for weighted methods
+///         (rrf, rbc, bordafuse, condorcet, wsum, wmnz, mixed, relative_score and the means).
+///     window, duplicates, tie_break, offset, limit, min_score: as rrf's. normalize: rrf only.
+///     scores: per list, its raw scores (finite reals), aligned with the list: needed by
+///         score-based methods whose norm reads scores, carried into traces otherwise.
+///     lower_is_better: per list, True when its scores are distances (negated before the norm).
+///     phi: rbc's persistence (0 <= phi < 1, needed). gamma: gmnz's exponent (needed).
+///     sigma: logn_isr's (0 <= sigma <= 1, default 0.01).
+///     boost, boost_weight: a mapping key -> finite value and its weight w (both or neither):
+///         each fused key with a value gets w * (v - min) / (max - min) added (min and max over
+///         those keys; a span of 0 adds 0).
+///     trace: give every hit its contributions (with raw and normalised scores) and what its
+///         method did with them (factor, divisor, boost).
+///
+/// Returns:
+///     A list of Hit, best first; a hit is the tuple (key, score).
+///
+/// Raises:
+///     TypeError / ValueError naming the argument, as rrf; a parameter given to a method that
+///     does not use it (k with "wsum", weights with "sum", norm with "rrf", ...) is a ValueError
+///     naming both; a score-based method without the scores it reads is a ValueError.
+#[pyfunction]
+#[pyo3(
+    signature = (lists, *, method=Arg::Missing, norm=None, k=Arg::Missing, weights=None,
+                 window=None, duplicates=Arg::Missing, tie_break=Arg::Missing,
+                 offset=Arg::Missing, limit=None, min_score=None, normalize=Arg::Missing,
+                 scores=None, lower_is_better=None, phi=None, gamma=None, sigma=None,
+                 boost=None, boost_weight=None, trace=Arg::Missing),
+    text_signature = "(lists, *, method='rrf', norm=None, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, lower_is_better=None, phi=None, gamma=None, sigma=None, boost=None, boost_weight=None, trace=False)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn fuse<'py>(
+    py: Python<'py>,
+    lists: &Bound<'py, PyAny>,
+    method: Arg<'py>,
+    norm: Option<Bound<'py, PyAny>>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    window: Option<Bound<'py, PyAny>>,
+    duplicates: Arg<'py>,
+    tie_break: Arg<'py>,
+    offset: Arg<'py>,
+    limit: Option<Bound<'py, PyAny>>,
+    min_score: Option<Bound<'py, PyAny>>,
+    normalize: Arg<'py>,
+    scores: Option<Bound<'py, PyAny>>,
+    lower_is_better: Option<Bound<'py, PyAny>>,
+    phi: Option<Bound<'py, PyAny>>,
+    gamma: Option<Bound<'py, PyAny>>,
+    sigma: Option<Bound<'py, PyAny>>,
+    boost: Option<Bound<'py, PyAny>>,
+    boost_weight: Option<Bound<'py, PyAny>>,
+    trace: Arg<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let lists = extract_lists(lists)?;
+    let n = lists.len();
+    let mut params = fusion_params(
+        method,
+        norm,
+        k,
+        weights,
+        Some(n),
         window,
         duplicates,
         tie_break,
@@ -374,10 +525,21 @@ pub fn rrf<'py>(
         min_score,
         normalize,
     )?;
-    let raw_scores = extract_raw_scores(scores, &lists)?;
+    let plan = query_plan(&params, n, false)?;
+    let raw_scores = extract_raw_scores(scores, &lists, &plan)?;
+    let boost = method_params(
+        &mut params,
+        Some(n),
+        lower_is_better,
+        phi,
+        gamma,
+        sigma,
+        boost,
+        boost_weight,
+    )?;
     let trace = trace.or(false, |v| flag(v, "trace"))?;
-    let plan = query_plan(&params, lists.len())?;
-    Engine::fuse_once(trace, py, &Query { lists, raw_scores }, &plan)
+    let plan = query_plan(&params, n, false)?;
+    Engine::fuse_once(trace, py, &Query { lists, raw_scores }, &plan, &boost)
 }
 
 /// "queries[q]: <message>" for a plain TypeError/ValueError of query q (the reference's rule);
@@ -429,7 +591,18 @@ pub fn rrf_many<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let queries = as_tuple(queries, "queries")?;
     let params = fusion_params(
-        k, weights, None, window, duplicates, tie_break, offset, limit, min_score, normalize,
+        Arg::Missing,
+        None,
+        k,
+        weights,
+        None,
+        window,
+        duplicates,
+        tie_break,
+        offset,
+        limit,
+        min_score,
+        normalize,
     )?;
     let scores = match scores {
         None => None,
@@ -455,10 +628,10 @@ pub fn rrf_many<'py>(
         for (q, lists) in queries.iter().enumerate() {
             let mut one = || {
                 let lists = extract_lists(&lists)?;
-                let plan = query_plan(&params, lists.len())?;
+                let plan = query_plan(&params, lists.len(), true)?;
                 let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
-                let raw_scores = extract_raw_scores(raw, &lists)?;
-                engine.fuse(py, &Query { lists, raw_scores }, &plan, trace)
+                let raw_scores = extract_raw_scores(raw, &lists, &plan)?;
+                engine.fuse(py, &Query { lists, raw_scores }, &plan, &None, trace)
             };
             out.append(one().map_err(|e| in_query(py, q, e))?)?;
         }

@@ -124,6 +124,7 @@ fn fuse_query(
         &mut Interned::new(&lens, |l, p, next| {
             Ok::<_, Error>(interner.intern(l, p, next))
         }),
+        &[],
         plan,
     )
     .map_err(|e| {

@@ -1,0 +1,219 @@
+//! numpy arrays in and out: 2-D matrices checked as the reference checks them, copied (or
+//! converted) into memory no other Python thread can write while the core reads it, and new
+//! output arrays.
+
+use numpy::{
+    PyArray2, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArray2,
+    PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
+
+use super::args::integer;
+use crate::batch::IdMatrix;
+use crate::memory;
+use crate::pool;
+
+pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    NUMPY
+        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))
+        .map(|m| m.bind(py))
+}
+
+/// A 2-D array whose dtype kind is accepted (checked before the shape), like the reference's
+/// `_matrix`.
+pub fn matrix<'py>(
+    value: &Bound<'py, PyAny>,
+    name: &str,
+    kinds: &[u8],
+    what: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let py = value.py();
+    let array = match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
+        Ok(a) => a,
+        Err(e) if e.is_instance_of::<PyValueError>(py) => {
+            return Err(PyValueError::new_err(format!(
+                "{name} must be a 2-D array: {}",
+                e.value(py)
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    let array = array.cast_into::<PyUntypedArray>()?;
+    if !kinds.contains(&array.dtype().kind()) {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be {what}, got dtype {}",
+            array.dtype().str()?
+        )));
+    }
+    if array.ndim() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a 2-D array (queries, candidates), got shape {}",
+            shape(&array)?
+        )));
+    }
+    Ok(array)
+}
+
+pub fn shape(array: &Bound<'_, PyUntypedArray>) -> PyResult<String> {
+    Ok(array
+        .getattr(intern!(array.py(), "shape"))?
+        .repr()?
+        .to_string())
+}
+
+/// `array` as a C-contiguous array of `dtype` (itself when it already is one).
+pub fn contiguous<'py>(
+    array: &Bound<'py, PyUntypedArray>,
+    dtype: &str,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let py = array.py();
+    numpy(py)?
+        .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
+        .cast_into::<PyUntypedArray>()
+        .map_err(Into::into)
+}
+
+/// A read-only borrow of an array of `T`.
+pub fn borrow<'py, T: numpy::Element>(
+    array: &Bound<'py, PyUntypedArray>,
+) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
+    Ok(array.cast::<PyArrayDyn<T>>()?.readonly())
+}
+
+/// The data of a C-contiguous borrow.
+pub fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<&'a [T]> {
+    array
+        .as_slice()
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The ids of one list, readable with the GIL released and by no one else writable.
+enum Ids<'py> {
+    /// A copy of the caller's int64 array.
+    Copied(Vec<i64>),
+    /// A new int64 array made by numpy from the caller's (other dtype or layout).
+    Converted(PyReadonlyArray2<'py, i64>),
+}
+
+pub struct IdArray<'py> {
+    ids: Ids<'py>,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+impl IdArray<'_> {
+    pub fn matrix(&self) -> PyResult<IdMatrix<'_>> {
+        let data = match &self.ids {
+            Ids::Copied(v) => v.as_slice(),
+            Ids::Converted(a) => a
+                .as_slice()
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+        };
+        IdMatrix::new(data, self.rows, self.cols)
+            .ok_or_else(|| PyRuntimeError::new_err("an id array does not match its shape"))
+    }
+}
+
+/// A copy of `ids`, in a buffer marked for huge pages (see `crate::memory`): fresh memory
+/// costs a page fault per 4 KiB page otherwise, a sizeable part of the copy.
+fn copy_ids(ids: &[i64]) -> Vec<i64> {
+    let mut copy: Vec<i64> = memory::vec_with_capacity(ids.len());
+    copy.extend_from_slice(ids);
+    copy
+}
+
+/// A 2-D integer array whose dtype widens to int64 without loss (int8..int64, uint8..uint32),
+/// like the reference's `_id_matrix`: not an ndarray -> `numpy.asarray`; a wrong dtype is a
+/// TypeError, a wrong number of dimensions a ValueError.
+pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<'py>> {
+    let py = value.py();
+    let array = match value.cast::<PyUntypedArray>() {
+        Ok(a) => a.clone(),
+        Err(_) => match numpy(py)?.call_method1("asarray", (value,)) {
+            Ok(a) => a.cast_into::<PyUntypedArray>()?,
+            Err(e) if e.is_instance_of::<PyValueError>(py) => {
+                return Err(PyValueError::new_err(format!(
+                    "{name} is not a 2-D integer array: {}",
+                    e.value(py)
+                )))
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    let dtype = array.dtype();
+    let (kind, size) = (dtype.kind(), dtype.itemsize());
+    if !((kind == b'i' && size <= 8) || (kind == b'u' && size <= 4)) {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an integer array that widens to int64, got dtype {}",
+            dtype.str()?
+        )));
+    }
+    if array.ndim() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a 2-D array (queries, candidates), got shape {}",
+            array.getattr("shape")?.repr()?
+        )));
+    }
+    let (rows, cols) = (array.shape()[0], array.shape()[1]);
+    let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));
+    if native && array.is_c_contiguous() && array.is_aligned() {
+        let typed = array.cast::<PyArray2<i64>>()?;
+        let ro = typed
+            .try_readonly()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let copy = copy_ids(
+            ro.as_slice()
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+        );
+        return Ok(IdArray {
+            ids: Ids::Copied(copy),
+            rows,
+            cols,
+        });
+    }
+    let int64 = numpy(py)?.getattr("int64")?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("order", "C")?;
+    let converted = array
+        .call_method("astype", (int64,), Some(&kwargs))?
+        .cast_into::<PyArray2<i64>>()?;
+    let ro = converted
+        .try_readonly()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok(IdArray {
+        ids: Ids::Converted(ro),
+        rows,
+        cols,
+    })
+}
+
+pub fn thread_count(threads: Option<Bound<'_, PyAny>>) -> PyResult<usize> {
+    let threads = threads.map(|t| integer(&t, "threads", 1)).transpose()?;
+    Ok(pool::resolve_threads(threads))
+}
+
+/// A new numpy array of `shape` (`numpy.empty` or `numpy.zeros`), so that an impossible size is
+/// numpy's own MemoryError.
+pub fn new_array<'py>(
+    py: Python<'py>,
+    how: &str,
+    shape: &[usize],
+    dtype: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    numpy(py)?.call_method1(how, (PyTuple::new(py, shape)?, dtype))
+}
+
+/// A 2-D real array (any integer or float dtype) as a float64 copy, and its shape, like the
+/// reference's `_matrix(..., "iuf", ...)` then `astype(float64)`.
+pub fn float_matrix(value: &Bound<'_, PyAny>, name: &str) -> PyResult<(Vec<f64>, (usize, usize))> {
+    let array = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
+    let shape = (array.shape()[0], array.shape()[1]);
+    let converted = contiguous(&array, "float64")?;
+    let data = slice(&borrow::<f64>(&converted)?)?.to_vec();
+    Ok((data, shape))
+}
