@@ -490,8 +490,10 @@ def _method_options(
 ) -> _Options:
     """Checks lower_is_better .. boost_weight in signature order."""
     if lower_is_better is not None:
-        if not _reads_scores(o):
-            raise _unused("lower_is_better", o.method if o.norm == "none" else o.norm)
+        if METHODS[o.method].kind == "rank":
+            raise _unused("lower_is_better", o.method)
+        if o.norm in RANK_NORMS:  # it reads the ranks, not the scores
+            raise ValueError(f"lower_is_better is not used by norm {o.norm!r}")
         lower_is_better = _as_list(lower_is_better, "lower_is_better")
         if n is not None and len(lower_is_better) != n:
             raise ValueError(f"lower_is_better has {len(lower_is_better)} values for {n} lists")

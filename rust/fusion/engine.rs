@@ -279,9 +279,14 @@ impl Workspace {
             .map(|id| value(id as u32, self.keys[id].key, self.keys[id].first))
             .collect::<Result<Vec<Option<f64>>, E>>()?;
         let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
-        for v in values.iter().flatten() {
-            low = low.min(*v);
-            high = high.max(*v);
+        for &v in values.iter().flatten() {
+            // The first of equal values wins (-0.0 vs 0.0), as Python's min and max.
+            if v < low {
+                low = v;
+            }
+            if v > high {
+                high = v;
+            }
         }
         for (id, v) in values.iter().enumerate() {
             let Some(v) = v else { continue };

@@ -91,8 +91,13 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
     let (mut low, mut high) = (values[0], values[0]);
     for &v in values.iter() {
-        low = low.min(v);
-        high = high.max(v);
+        // The first of equal values wins (-0.0 vs 0.0), as Python's min and max.
+        if v < low {
+            low = v;
+        }
+        if v > high {
+            high = v;
+        }
     }
     Ok(match norm {
         Norm::None | Norm::Rank | Norm::Borda => ListNorm::Identity,
