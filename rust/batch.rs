@@ -260,7 +260,7 @@ fn fuse_chunk(
                 .zip(lists)
                 .map(|(s, l)| s.map(|s| &s[q * l.cols()..(q + 1) * l.cols()])),
         );
-        let fused = check_row_scores(&row_lists, &row_scores, pad)
+        let fused = check_row_scores(&row_lists, &row_scores, pad, plan.reads_scores())
             .and_then(|()| {
                 ws.fuse(
                     &mut Rows::new(&row_lists, Some(pad), table),
@@ -300,13 +300,19 @@ fn fuse_chunk(
     Ok(chunk)
 }
 
-/// The scores of one row are finite where an id is (the score of a pad is never read).
-fn check_row_scores(rows: &[&[i64]], scores: &[Option<&[f64]>], pad: i64) -> Result<(), Error> {
+/// The scores of one row are raw scores where an id is (the score of a pad is never read):
+/// never NaN, and finite when the method `read`s them.
+fn check_row_scores(
+    rows: &[&[i64]],
+    scores: &[Option<&[f64]>],
+    pad: i64,
+    read: bool,
+) -> Result<(), Error> {
     for (i, (ids, s)) in rows.iter().zip(scores).enumerate() {
         if let Some(s) = s {
             for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
-                if id != pad {
-                    params::finite(&format!("scores[{i}][{j}]"), x)?;
+                if id != pad && (x.is_nan() || (read && x.is_infinite())) {
+                    params::raw_score(&format!("scores[{i}][{j}]"), x, read)?;
                 }
             }
         }

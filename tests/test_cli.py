@@ -516,3 +516,34 @@ def test_errors_with_stderr_closed_keep_their_status_and_stay_off_stdout(runs, t
     assert (p.returncode, p.stdout) == (2, "")
     p = closed_stderr_run("explain", a, a, "--query", "nope")
     assert (p.returncode, p.stdout) == (1, "")
+
+
+def test_runs_with_infinite_scores_on_every_path(tmp_path):
+    """inf / -inf scores are accepted by read_run: the native path, --trace, --qrels and explain
+    all fuse them (RRF never reads a raw score); the trace carries them as JSON's Infinity."""
+    pytest.importorskip("ir_measures")
+    run = tmp_path / "inf.run"
+    run.write_text("1 Q0 d1 1 inf a\n1 Q0 d2 2 1.0 a\n1 Q0 d3 3 -inf a\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 d1 1\n")
+    native, traced, judged = (tmp_path / f"{name}.run" for name in ("native", "traced", "judged"))
+    trace = tmp_path / "t.jsonl"
+    for args in (
+        ["-o", native],
+        ["-o", traced, "--trace", trace],
+        ["-o", judged, "--qrels", qrels],
+    ):
+        p = rankfusion("fuse", run, run, "-q", *args)
+        assert p.returncode == 0, p.stderr
+    assert native.read_text() == traced.read_text() == judged.read_text()
+    assert [line.split()[2] for line in native.read_text().splitlines()] == ["d1", "d2", "d3"]
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    raw = [[c["score"] for c in r["contributions"]] for r in records]
+    assert raw == [[float("inf")] * 2, [1.0, 1.0], [float("-inf")] * 2]
+    p = rankfusion("explain", run, run, "--query", "1")
+    assert p.returncode == 0, p.stderr
+    assert [line.split()[2] for line in p.stdout.splitlines() if "inf.run" in line] == [
+        "inf", "inf", "1.0", "1.0", "-inf", "-inf"
+    ]  # fmt: skip
+    fused = trec.fuse([trec.read_run(run)] * 2, trace=True)
+    assert [c.score for c in fused["1"][0].contributions] == [float("inf")] * 2

@@ -456,7 +456,7 @@ def _options(
 
 
 def _raw_scores(scores: Any, lists: list, o: _Options) -> list:
-    """``scores=``: per list None or its raw scores (finite reals), aligned with the list. A
+    """``scores=``: per list None or its raw scores (reals, not NaN), aligned with the list. A
     score-based method whose normalisation reads scores needs them for every list it reads."""
     n = len(lists)
     raw_scores: list = [None] * n
@@ -470,7 +470,7 @@ def _raw_scores(scores: Any, lists: list, o: _Options) -> list:
             s = _as_list(s, f"scores[{i}]")
             if len(s) != len(lists[i]):
                 raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
-            raw_scores[i] = [_real(x, f"scores[{i}][{j}]") for j, x in enumerate(s)]
+            raw_scores[i] = [_raw_score(x, f"scores[{i}][{j}]", o) for j, x in enumerate(s)]
     if _reads_scores(o) and o.weights is not None:
         for i in range(n):
             if o.weights[i] != 0 and raw_scores[i] is None:
@@ -483,6 +483,17 @@ def _raw_scores(scores: Any, lists: list, o: _Options) -> list:
 
 def _reads_scores(o: _Options) -> bool:
     return METHODS[o.method].kind == "score" and o.norm not in RANK_NORMS
+
+
+def _raw_score(value: Any, name: str, o: _Options) -> float:
+    """A raw score: a real, never NaN; infinite only where the method does not read it (a
+    rank-based method carries it into traces)."""
+    x = _real(value, name, finite=False)
+    if math.isnan(x):
+        raise ValueError(f"{name} must not be NaN")
+    if _reads_scores(o) and not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    return x
 
 
 def _method_options(
@@ -1022,8 +1033,8 @@ def _batch(arrays, score_arrays, pad, o: _Options, trace: bool, with_normalized:
                 if s is not None:
                     raw[i] = s[q].tolist()
                     for j, x in enumerate(raw[i]):  # the score of a pad is never read
-                        if rows[i][j] != pad and not math.isfinite(x):
-                            raise ValueError(f"scores[{i}][{j}] must be finite, got {x!r}")
+                        if rows[i][j] != pad:
+                            _raw_score(x, f"scores[{i}][{j}]", o)
             pages.append(_fuse(rows, o, raw, True, is_hole=lambda x: x == pad))
         except ValueError as e:
             raise ValueError(f"row {q}: {e}") from None

@@ -310,6 +310,19 @@ pub fn finite(name: &str, x: f64) -> Result<f64> {
     }
 }
 
+/// A raw score (`scores[i][j]`): never NaN; infinite only where the method does not `read` it
+/// (a rank-based method carries it into traces).
+pub fn raw_score(name: &str, x: f64, read: bool) -> Result<f64> {
+    if x.is_nan() {
+        return Err(Error::invalid(name, format!("{name} must not be NaN")));
+    }
+    if read {
+        finite(name, x)
+    } else {
+        Ok(x)
+    }
+}
+
 pub fn k(k: f64) -> Result<f64> {
     finite("k", k)?;
     if k < 0.0 {
