@@ -9,6 +9,7 @@ not an Exception (PyO3's PanicException) may escape, and no input may be modifie
 from __future__ import annotations
 
 import copy
+import re
 import struct
 from decimal import Decimal
 
@@ -377,3 +378,24 @@ def test_infinite_raw_scores_are_carried_by_rank_methods_and_refused_by_score_me
         impl.fuse_batch([ids], [np.array([[1.0, inf, np.nan]])], method="max")
     result = impl.fuse_batch([ids], [np.array([[1.0, inf, np.nan]])], trace=True)
     assert result.ids.tolist() == [[1, 2]] and result.normalized.tolist() == [[[0.0], [0.0]]]
+
+
+@pytest.mark.parametrize("impl", [rf, ref], ids=["core", "reference"])
+def test_masked_arrays_are_refused_naming_the_argument(impl):
+    """A masked array's mask would be ignored (the core read the hidden entries as ids): both
+    implementations refuse it with the same TypeError."""
+    ids = np.ma.array([[1, 2, 3]], mask=[[0, 1, 0]])
+    scores = np.ma.array([[1.0, 2.0, 3.0]], mask=[[0, 1, 0]])
+    plain = np.array([[2, 3, 4]])
+    calls = {
+        "lists[0]": lambda: impl.rrf_batch([ids, plain]),
+        "ids[1]": lambda: impl.fuse_batch([plain, ids]),
+        "scores[0]": lambda: impl.fuse_batch([plain], [scores], method="sum"),
+        "ids": lambda: impl.revalidate_batch(
+            ids, np.zeros((1, 3)), lambda i: np.ones(len(i), bool)
+        ),
+        "scores": lambda: impl.revalidate_batch(plain, scores, lambda i: np.ones(len(i), bool)),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{re.escape(name)} is a masked array; its mask"):
+            call()

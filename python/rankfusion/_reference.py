@@ -245,6 +245,17 @@ def _pair(value: Any, name: str) -> list:
     return pair
 
 
+def _not_masked(value: Any, name: str) -> None:
+    """A masked array's mask would be ignored (its hidden entries read as data): refused."""
+    import numpy as np
+
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array; its mask would be ignored: pass a plain array "
+            "(e.g. ids.filled(pad), scores.filled(nan))"
+        )
+
+
 def _id_matrix(value: Any, name: str) -> Any:
     """A 2-D integer array whose dtype widens to int64 without loss, as an int64 copy.
 
@@ -253,6 +264,7 @@ def _id_matrix(value: Any, name: str) -> Any:
     """
     import numpy as np
 
+    _not_masked(value, name)
     if not isinstance(value, np.ndarray):
         try:
             value = np.asarray(value)
@@ -272,6 +284,7 @@ def _matrix(value: Any, name: str, kinds: str, what: str):
     """A 2-D numpy array whose dtype kind is one of ``kinds`` (checked before the shape)."""
     import numpy as np
 
+    _not_masked(value, name)
     try:
         array = np.asarray(value)
     except ValueError as e:  # a ragged nested list
