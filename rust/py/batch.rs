@@ -20,6 +20,7 @@ use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
 use super::errors::core_error;
 use super::results::BATCH_RESULT;
 use super::rrf::query_plan;
+use super::signals::Signals;
 use crate::batch::{self, Extra, Output};
 use crate::fusion::{params, Hasher, Params};
 
@@ -92,9 +93,12 @@ fn fuse_rows<'py>(
         scores: &score_slices,
         boost,
     };
-    let fused = py
-        .detach(|| batch::fuse_batch(&matrices, extra, &plan, pad, trace, n_threads))
-        .map_err(|e| core_error(py, e, None))?;
+    let signals = Signals::new();
+    let cancel = signals.cancel();
+    let fused =
+        py.detach(|| batch::fuse_batch(&matrices, extra, &plan, pad, trace, n_threads, &cancel));
+    signals.raise()?;
+    let fused = fused.map_err(|e| core_error(py, e, None))?;
     drop(matrices);
     drop(arrays);
 
@@ -157,7 +161,9 @@ fn fuse_rows<'py>(
                 .transpose()
                 .map_err(slice)?,
         };
-        py.detach(|| fused.write(out));
+        let written = py.detach(|| fused.write(out, &cancel));
+        signals.raise()?;
+        written.map_err(|e| core_error(py, e, None))?;
     }
     let none = || py.None().into_bound(py);
     let mut fields = vec![
@@ -377,8 +383,19 @@ pub fn _bare_loop(
     let plan = crate::fusion::Params::default()
         .plan(matrices.len())
         .map_err(|e| core_error(py, e, None))?;
+    let none = crate::cancel::Cancel::none();
     let fused = py
-        .detach(|| batch::fuse_batch(&matrices, Extra::default(), &plan, -1, false, n_threads))
+        .detach(|| {
+            batch::fuse_batch(
+                &matrices,
+                Extra::default(),
+                &plan,
+                -1,
+                false,
+                n_threads,
+                &none,
+            )
+        })
         .map_err(|e| core_error(py, e, None))?;
     let (q, w) = (fused.rows(), fused.width());
     let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
@@ -394,15 +411,19 @@ pub fn _bare_loop(
                         -1,
                         false,
                         n_threads,
+                        &none,
                     )?;
-                    fused.write(Output {
-                        ids: &mut ids,
-                        scores: &mut scores,
-                        counts: &mut counts,
-                        ranks: None,
-                        contributions: None,
-                        normalized: None,
-                    });
+                    fused.write(
+                        Output {
+                            ids: &mut ids,
+                            scores: &mut scores,
+                            counts: &mut counts,
+                            ranks: None,
+                            contributions: None,
+                            normalized: None,
+                        },
+                        &none,
+                    )?;
                     Ok(t.elapsed().as_secs_f64())
                 })
                 .collect::<Result<Vec<f64>, crate::Error>>()

@@ -11,6 +11,8 @@ use super::args::{
 use super::errors::fusion_error;
 use super::keys::{exact_ints, PyInterner};
 use super::results::{CONTRIBUTION, HIT};
+use super::signals::Signals;
+use crate::cancel::Cancel;
 use crate::error::Error;
 use crate::fusion::params::{self, Params, Plan, TieBreak};
 use crate::fusion::{IdTable, Interned, Rows, Scores, Trace, Workspace};
@@ -125,8 +127,12 @@ pub struct Engine {
 }
 
 /// Inputs below this many items are fused without releasing the GIL (releasing and taking it
-/// back costs more than the work).
+/// back costs more than the work), nor checking for signals.
 const DETACH_MIN_ITEMS: usize = 1 << 14;
+
+/// Work done with the GIL held checks for signals every this many items (keys looked up, hits
+/// built).
+const SIGNALS_EVERY: usize = 1 << 12;
 
 thread_local! {
     /// Engines kept between calls on this thread (their buffers have grown already).
@@ -176,7 +182,8 @@ impl Engine {
     /// (when the input is large); any other keys are interned with the GIL held (their
     /// `__hash__`/`__eq__` are Python), then ranked with it released — or, with
     /// tie_break="key", held (tied keys are compared by Python). The boost's values are looked
-    /// up with the GIL held.
+    /// up with the GIL held. A large input checks for signals as it goes (`super::signals`):
+    /// Ctrl-C raises `KeyboardInterrupt` within milliseconds, and nothing is returned.
     pub fn fuse<'py>(
         &mut self,
         py: Python<'py>,
@@ -192,20 +199,30 @@ impl Engine {
         let scores: Vec<Option<&[f64]>> = query.raw_scores.iter().map(|s| s.as_deref()).collect();
         let Engine { ws, table, .. } = self;
         let large = read.iter().sum::<usize>() >= DETACH_MIN_ITEMS;
+        let signals = Signals::new();
+        let cancel = if large {
+            signals.cancel()
+        } else {
+            Cancel::none()
+        };
         let core = |e| fusion_error(py, e, lists);
-        let ints = exact_ints(lists, &read);
+        let ints = exact_ints(py, lists, &read)?;
         if let Some(ints) = &ints {
             let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
-            let mut fuse = || ws.fuse(&mut Rows::new(&rows, None, table), &scores, plan);
+            let mut fuse =
+                || ws.fuse_cancellable(&mut Rows::new(&rows, None, table), &scores, plan, &cancel);
             let fused = if large { py.detach(fuse) } else { fuse() };
+            signals.raise()?;
             fused.map_err(core)?;
         } else {
-            let mut interner = PyInterner::new(lists);
-            let fused = ws.fuse(
+            let mut interner = PyInterner::new(py, lists)?;
+            let fused = ws.fuse_cancellable(
                 &mut Interned::new(&read, |l, p, _| interner.intern(l, p).map_err(Failed::Py)),
                 &scores,
                 plan,
+                &cancel,
             );
+            signals.raise()?;
             match fused {
                 Ok(()) => {}
                 Err(Failed::Core(e)) => return Err(core(e)),
@@ -213,7 +230,12 @@ impl Engine {
             }
         }
         if let Some(values) = boost {
+            let mut looked_up = 0usize;
             let boosted = ws.boost(plan, |_, _, (l, p)| {
+                looked_up += 1;
+                if looked_up % SIGNALS_EVERY == 0 {
+                    py.check_signals().map_err(Failed::Py)?;
+                }
                 let key = lists[l as usize].get_item(p as usize).map_err(Failed::Py)?;
                 let value = values.get_item(key).map_err(Failed::Py)?;
                 value
@@ -228,9 +250,9 @@ impl Engine {
             }
         }
         // Exact ints are ordered by value in Rust; other keys by Python.
-        if plan.params.tie_break == TieBreak::Key && ints.is_none() {
+        let ranked = if plan.params.tie_break == TieBreak::Key && ints.is_none() {
             let sorted = py.import("builtins")?.getattr("sorted")?;
-            ws.rank_groups(plan, |group, firsts| {
+            ws.rank_groups(plan, &cancel, |group, firsts| {
                 let keys = group
                     .iter()
                     .map(|&id| {
@@ -239,16 +261,19 @@ impl Engine {
                     })
                     .collect::<PyResult<Vec<_>>>()?;
                 sort_by_key(py, &sorted, group, keys)
-            })?;
+            })
         } else if large {
-            py.detach(|| ws.rank(plan));
+            py.detach(|| ws.rank_cancellable(plan, &cancel))
+                .map_err(PyErr::from)
         } else {
-            ws.rank(plan);
-        }
+            ws.rank_cancellable(plan, &cancel).map_err(PyErr::from)
+        };
+        signals.raise()?;
+        ranked?;
         self.hits(py, query, plan, &scores, trace)
     }
 
-    /// The Python hits of the page just fused.
+    /// The Python hits of the page just fused, signals checked as they are built.
     fn hits<'py>(
         &mut self,
         py: Python<'py>,
@@ -279,6 +304,9 @@ impl Engine {
         };
         let mut hits = Vec::with_capacity(page.len());
         for (j, &id) in page.iter().enumerate() {
+            if j % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
+                py.check_signals()?;
+            }
             let (list, position) = self.ws.first_seen(id);
             // SAFETY: (list, position) is a place the scan read.
             let key = unsafe {

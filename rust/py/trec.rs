@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use super::args::integer;
 use super::errors::{core_error, text};
 use super::results::HIT;
+use super::signals::Signals;
 use crate::error::Error;
 use crate::fusion::{Duplicates, Params};
 use crate::pool;
@@ -80,9 +81,12 @@ fn parse_run<'py>(
     duplicates: ReadDuplicates,
 ) -> PyResult<Bound<'py, PyList>> {
     let bytes = data.as_bytes();
-    let queries = py
-        .detach(|| trec::parse_run(bytes, order, duplicates, score))
-        .map_err(|e| core_error(py, e, Some(path)))?;
+    let signals = Signals::new();
+    let cancel = signals.cancel();
+    let queries =
+        py.detach(|| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel));
+    signals.raise()?;
+    let queries = queries.map_err(|e| core_error(py, e, Some(path)))?;
     new_list(py, queries.len(), |i| {
         let q = &queries[i];
         let docids = new_list(py, q.docids.len(), |j| {
@@ -289,6 +293,7 @@ impl RunFile {
 
 /// Parses run files' bytes (decompressed), on the thread pool with the GIL released: per file,
 /// in order, a `_RunFile`, or the `TrecFormatError` (not raised) that `read_run` raises for it.
+/// Ctrl-C raises `KeyboardInterrupt` within milliseconds.
 /// `order` is "score" or "file", `duplicates` "error", "first" or "keep".
 #[pyfunction]
 #[pyo3(name = "_parse_run_files")]
@@ -307,9 +312,13 @@ fn parse_run_files<'py>(
         )));
     }
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
-    let parse = |bytes: &&[u8]| trec::parse_run(bytes, order, duplicates, score);
+    let signals = Signals::new();
+    let cancel = signals.cancel();
+    let parse =
+        |bytes: &&[u8]| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel);
     let parsed: Vec<Result<Vec<RunQuery>, Error>> = py.detach(|| {
-        pool::run(pool::resolve_threads(None).min(slices.len()), |parallel| {
+        let threads = pool::resolve_threads(None).min(slices.len());
+        pool::run_cancellable(threads, &cancel, |parallel| {
             if parallel {
                 slices.par_iter().map(parse).collect()
             } else {
@@ -317,6 +326,7 @@ fn parse_run_files<'py>(
             }
         })
     });
+    signals.raise()?;
     let mut parsed = parsed.into_iter();
     new_list(py, datas.len(), |i| match parsed.next() {
         Some(Ok(queries)) => Ok(Bound::new(
@@ -341,7 +351,8 @@ fn parse_run_files<'py>(
 /// lines: what `write_run(fuse(runs, ...), tag=tag)` writes for the same files read by
 /// `read_run`, with tie_break "best_rank", no offset, min_score or normalisation (a huge window
 /// or limit means no bound). Fused on the thread pool with the GIL released. Raises ValueError as
-/// `fuse` does (the message prefixed with the query) for the first query that fails.
+/// `fuse` does (the message prefixed with the query) for the first query that fails. Ctrl-C
+/// raises `KeyboardInterrupt` within milliseconds.
 #[pyfunction]
 #[pyo3(
     name = "_fuse_run_files",
@@ -379,12 +390,14 @@ fn fuse_run_files<'py>(
             }
         })
         .collect();
-    let out = py
-        .detach(|| {
-            pool::run(pool::resolve_threads(None), |parallel| {
-                fused_run(&core, &plan, tag, parallel)
-            })
+    let signals = Signals::new();
+    let cancel = signals.cancel();
+    let out = py.detach(|| {
+        pool::run_cancellable(pool::resolve_threads(None), &cancel, |parallel| {
+            fused_run(&core, &plan, tag, parallel, &cancel)
         })
-        .map_err(|e| core_error(py, e, None))?;
+    });
+    signals.raise()?;
+    let out = out.map_err(|e| core_error(py, e, None))?;
     Ok(PyBytes::new(py, &out))
 }
