@@ -4,7 +4,8 @@ The native path (``trec._read_run_files`` + ``trec._fuse_run_files``, what the c
 without --qrels and --trace) must write exactly the bytes that ``trec.read_run`` x N +
 ``trec.fuse`` + ``trec.write_run`` write, and raise the same exceptions with the same messages.
 Random run files (seeded) cover odd ids and bytes, ties, duplicates, missing and non-contiguous
-queries, gzip, blank lines and unusual whitespace; random options cover -k, weights (0, negative,
+queries, gzip, blank lines and unusual whitespace; random options cover every method (norms,
+lower_is_better, phi, gamma, sigma, parameters a method does not use), -k, weights (0, negative,
 huge), window, limit, duplicates, order and tag. The command itself is compared with its Python
 path (the code it runs with --qrels or --trace), in process and through a subprocess.
 """
@@ -20,6 +21,7 @@ import sys
 import pytest
 
 from rankfusion import cli, trec
+from rankfusion.reference import METHODS, NORMS
 
 # Ids: plain, numeric, non-ASCII, undecodable bytes, a NUL, full-width letters, punctuation.
 QIDS = [b"1", b"2", b"10", b"q\xc3\xa9", b"q\xff", b"Q-3", b"q\x00z"]
@@ -84,16 +86,28 @@ def random_case(rng: random.Random, folder: str, case: int):
         with open(path, "wb") as f:
             f.write(data)
         paths.append(path)
+    method = "rrf" if rng.random() < 0.4 else rng.choice(list(METHODS))
+    spec = METHODS[method]
     weights = None
-    if rng.random() < 0.6:
+    if rng.random() < (0.6 if spec.weighted else 0.03):  # sometimes where it is an error
         weights = [rng.choice([1.0, 0.5, 2.0, 0.0, -0.5, -1.0, 1e22, 0.3]) for _ in paths]
     options = dict(
-        k=rng.choice([60, 0, 1, 2.5, 1e-3]),
+        method=method,
+        k=rng.choice([60, 0, 1, 2.5, 1e-3]) if method == "rrf" else None,
         weights=weights,
         window=rng.choice([None, None, 1, 2, 5]),
         duplicates=duplicates,
         limit=rng.choice([None, None, 1, 3, 7]),
     )
+    if spec.kind == "score" and spec.norm is None and rng.random() < 0.8:
+        options["norm"] = rng.choice(NORMS)
+    if spec.kind == "score" and rng.random() < 0.3:
+        options["lower_is_better"] = [rng.random() < 0.5 for _ in paths]
+    for name, values in (("phi", [0.0, 0.5, 0.8, 0.99]), ("gamma", [0.5, 1.0, 2.0])):
+        if name in spec.params:
+            options[name] = rng.choice(values)
+    if "sigma" in spec.params and rng.random() < 0.5:
+        options["sigma"] = rng.choice([0.0, 0.01, 1.0])
     order = rng.choice(["score", "file"])
     tag = rng.choice(["rankfusion", "t\udcff", "é-1"])
     return paths, options, order, tag
@@ -243,10 +257,24 @@ def test_command_native_and_python_paths_agree(tmp_path, capsys, monkeypatch, gz
     checked = 0
     for case in range(60):
         paths, options, order, tag = random_case(rng, str(tmp_path), case)
-        args = ["fuse", *paths, "-k", str(options["k"]), "--duplicates", options["duplicates"]]
+        args = [
+            "fuse",
+            *paths,
+            "--method",
+            options["method"],
+            "--duplicates",
+            options["duplicates"],
+        ]
         args += ["--order", order, "--tag", tag, "--limit", str(options["limit"] or 0)]
+        if options["k"] is not None:
+            args += ["-k", str(options["k"])]
         if options["weights"]:
             args += ["--weights=" + ",".join(map(str, options["weights"]))]
+        if options.get("lower_is_better"):
+            args += ["--lower-is-better", ",".join(map(str, options["lower_is_better"]))]
+        for name in ("norm", "phi", "gamma", "sigma"):
+            if options.get(name) is not None:
+                args += [f"--{name}", str(options[name])]
         if options["window"]:
             args += ["--window", str(options["window"])]
         native, python = command_outputs(tmp_path, capsys, monkeypatch, args, gz=gz)
