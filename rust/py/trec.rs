@@ -348,7 +348,8 @@ fn parse_run_files<'py>(
     name = "_fuse_run_files",
     signature = (files, *, method=Arg::Missing, norm=None, k=Arg::Missing, weights=None,
                  window=None, duplicates=Arg::Missing, limit=None, lower_is_better=None,
-                 phi=None, gamma=None, sigma=None, tag)
+                 phi=None, gamma=None, sigma=None, tag),
+    text_signature = "(files, *, method='rrf', norm=None, k=60, weights=None, window=None, duplicates='first', limit=None, lower_is_better=None, phi=None, gamma=None, sigma=None, tag)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn fuse_run_files<'py>(
