@@ -176,8 +176,8 @@ def _column(table: pa.Table, name: str, run: str) -> pa.ChunkedArray:
         raise TableError(run, None, name, f"the table has {found} columns of that name")
     hint = ""
     for preset, columns in PRESETS.items():
-        if name in columns.values() and all(c in names for c in columns.values()):
-            hint = f"; they are {preset}'s names: pass **rankfusion.frame.{preset.upper()}"
+        if all(c in names for c in columns.values()):
+            hint = f"; it has {preset}'s names: pass **rankfusion.frame.{preset.upper()}"
             break
     shown = ", ".join(map(repr, names[:10])) + (", ..." if len(names) > 10 else "")
     raise TableError(run, None, name, f"no such column (the table has {shown}){hint}")
@@ -234,10 +234,35 @@ def _same_dictionaries(columns: Sequence[pa.ChunkedArray]) -> bool:
     return len(types) == 1 and pa.types.is_dictionary(next(iter(types)))
 
 
-def _encode(columns: Sequence[pa.ChunkedArray]) -> Tuple[List[np.ndarray], pa.Array]:
+def _first_appearances(index: np.ndarray) -> np.ndarray:
+    """The distinct values of ``index`` in order of first appearance (hashing only the first
+    value of each run of equal values: ids of a query come in runs)."""
+    if len(index) < 2:
+        return index.astype(np.int64)
+    starts = np.concatenate(([0], np.flatnonzero(index[1:] != index[:-1]) + 1))
+    return pc.unique(pa.array(index[starts])).to_numpy().astype(np.int64)
+
+
+def _runs_of(chunk: pa.Array) -> Optional[Tuple[pa.Array, np.ndarray]]:
+    """``(values, lengths)`` of the runs of equal ids in ``chunk``, or None when the runs are
+    too short to be worth it."""
+    if len(chunk) < 64:
+        return None
+    encoded = pc.run_end_encode(chunk)
+    if len(encoded.values) * 4 > len(chunk):
+        return None
+    ends = encoded.run_ends.to_numpy().astype(np.int64)
+    return encoded.values, np.diff(ends, prepend=0)
+
+
+def _encode(
+    columns: Sequence[pa.ChunkedArray], runs: bool = False
+) -> Tuple[List[np.ndarray], pa.Array]:
     """One dictionary for the ids of every column: ``(codes, values)`` with ``values[codes[i]
     [r]]`` the id in row r of ``columns[i]``, values in order of first appearance over
-    ``columns[0]``, ``columns[1]``..., no value twice. One hash pass over all the rows."""
+    ``columns[0]``, ``columns[1]``..., no value twice. One hash pass over all the rows; with
+    ``runs`` (query ids: rows of a query usually come together), over the first row of each
+    run of equal ids."""
     sizes = [len(c) for c in columns]
     chunks = [chunk for c in columns for chunk in c.chunks]
     if columns and _same_dictionaries(columns):
@@ -247,20 +272,26 @@ def _encode(columns: Sequence[pa.ChunkedArray]) -> Tuple[List[np.ndarray], pa.Ar
         unified = pa.chunked_array(chunks, t).unify_dictionaries()
         dictionary = unified.chunk(0).dictionary if chunks else pa.array([], t.value_type)
         index = _indices(unified)
-        used = pc.unique(pa.array(index)).to_numpy()
+        used = _first_appearances(index)
         remap = np.zeros(len(dictionary), np.int64)
         remap[used] = np.arange(len(used))
         codes, values = remap[index], dictionary.take(pa.array(used))
     else:
         common = _common_type([c.type for c in columns if len(c)] or [c.type for c in columns])
         chunks = [c if c.type == common else c.cast(common) for c in chunks]
-        encoded = pc.dictionary_encode(pa.chunked_array(chunks, common))
+        found = [_runs_of(c) for c in chunks] if runs else []
+        if found and all(f is not None for f in found):
+            encoded = pc.dictionary_encode(pa.chunked_array([f[0] for f in found], common))
+            lengths = np.concatenate([f[1] for f in found])
+            codes = np.repeat(_indices(encoded), lengths)
+        else:
+            encoded = pc.dictionary_encode(pa.chunked_array(chunks, common))
+            codes = _indices(encoded)
         values = (
             encoded.chunk(encoded.num_chunks - 1).dictionary
             if encoded.num_chunks
             else pa.array([], common)
         )
-        codes = _indices(encoded)
     bounds = np.cumsum([0] + sizes)
     return [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:])], values
 
@@ -382,7 +413,7 @@ def _list_runs(
     dcols: List[pa.ChunkedArray],
     scores: List[np.ndarray],
 ) -> _Runs:
-    qcodes, queries = _encode(qcols)
+    qcodes, queries = _encode(qcols, True)
     sources = [_Source(d, q, s, None) for d, q, s in zip(dcols, qcodes, scores)]
     n = len(sources)
     return _Runs(names[:n], labels[:n], sources, queries)
@@ -394,7 +425,7 @@ def _gather_long(table: pa.Table, how: _Read, run: str, run_order: Any) -> _Runs
     if run in (query, doc, score):
         raise ValueError(f"run must name a fourth column, got {run!r}")
     where = "runs"
-    (r,), rvalues = _encode([_id_column(_column(table, run, where), where, run, "run")])
+    (r,), rvalues = _encode([_id_column(_column(table, run, where), where, run, "run")], True)
     if run_order is None:
         order = rvalues
         index = r
@@ -431,7 +462,7 @@ def _gather_long(table: pa.Table, how: _Read, run: str, run_order: Any) -> _Runs
         s = _score_column(cols[2], where, score)
     except TableError as e:  # a row of the long table: name its run
         raise TableError(names[int(index[e.row])], e.row, e.column, e.reason) from None
-    (q,), queries = _encode([qcol])
+    (q,), queries = _encode([qcol], True)
     # rows of each run, in table order
     by_run = np.argsort(index, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(index, minlength=len(order)))))
@@ -610,10 +641,23 @@ def _rank(g: _Grouped, d: np.ndarray, order: str, docs_text: Any) -> _Ranked:
     same = q[1:] == q[:-1]
     unsorted = np.zeros(len(g.count), bool)
     unsorted[q[1:][same & (key[1:] > key[:-1])]] = True
-    tie = same & (key[1:] == key[:-1])
+    tie = same & (key[1:] == key[:-1]) & ~unsorted[q[1:]]  # ties in queries that keep scores
+    d = d.copy()
+    # the usual tie, two docs alone: one comparison, then a swap when in the wrong order
+    alone = tie.copy()
+    alone[1:] &= ~tie[:-1]
+    alone[:-1] &= ~tie[1:]
+    pairs = np.flatnonzero(alone)
+    if len(pairs):
+        first = docs_text.take(pa.array(d[pairs]))
+        second = docs_text.take(pa.array(d[pairs + 1]))
+        swap = pairs[pc.less(first, second).to_numpy(zero_copy_only=False)]
+        d[swap], d[swap + 1] = d[swap + 1], d[swap].copy()
+    # larger groups of ties, and queries whose scores are not in order: sorted
     todo = unsorted[q]
-    todo[:-1] |= tie
-    todo[1:] |= tie
+    group = tie & ~alone
+    todo[:-1] |= group
+    todo[1:] |= group
     if not todo.any():
         return _Ranked(d, s, g.start, g.count)
     rows = np.flatnonzero(todo)
@@ -628,7 +672,6 @@ def _rank(g: _Grouped, d: np.ndarray, order: str, docs_text: Any) -> _Ranked:
         keys, [("q", "ascending"), ("s", "descending"), ("d", "descending")]
     ).to_numpy()
     source = rows[perm]
-    d = d.copy()
     d[rows] = d[source]
     travel = unsorted[q[rows]]  # in a sorted query a score travels with its doc
     if travel.any():
@@ -993,7 +1036,9 @@ def write_trec(
     _check_names(query, doc, score, None)
     table = _as_table(table, "table")
     name = "table"
-    (q,), queries = _encode([_id_column(_column(table, query, name), name, query, "query id")])
+    (q,), queries = _encode(
+        [_id_column(_column(table, query, name), name, query, "query id")], True
+    )
     d = _column(table, doc, name)
     if d.null_count:
         raise _null_error(d, name, doc, "doc id")
@@ -1023,11 +1068,13 @@ def read_table(path: trec.PathLike, *, format: Optional[str] = None) -> pa.Table
         return read_trec(path, order="file", duplicates="keep").select(list(TREC.values()))
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
-    columns = columns_of(table.schema)
-    return table.select([columns["query"], columns["doc"], columns["score"]]).rename_columns(
-        list(TREC.values())
-    )
+    schema = pq.read_schema(path)
+    columns = columns_of(schema)
+    names = [columns["query"], columns["doc"], columns["score"]]
+    # query ids repeat on every row of a query: read them as a dictionary (not one str a row)
+    text = _is_text(schema.field(names[0]).type)
+    table = pq.read_table(path, columns=names, read_dictionary=names[:1] if text else None)
+    return table.rename_columns(list(TREC.values()))
 
 
 def file_format(path: Any) -> str:
