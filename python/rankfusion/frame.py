@@ -562,7 +562,7 @@ def _encode_docs(
             done += b - a
         return encoded.chunk(encoded.num_chunks - 1).dictionary if encoded.num_chunks else None
 
-    workers = max(1, min(threads or os.cpu_count() or 1, len(blocks)))
+    workers = max(1, min(_threads(threads), len(blocks)))
     if workers > 1:
         with ThreadPoolExecutor(workers) as pool:
             dictionaries = list(pool.map(encode, blocks))
@@ -576,6 +576,15 @@ def _encode_docs(
         offset += 0 if dictionary is None else len(dictionary)
     values = [d for d in dictionaries if d is not None]
     return out, pa.chunked_array(values, common)
+
+
+def _threads(threads: Optional[int]) -> int:
+    """The threads to use: ``threads``, else ``RAYON_NUM_THREADS`` when set to a positive
+    number (as the engine reads it), else every CPU."""
+    if threads is not None:
+        return int(threads)
+    env = os.environ.get("RAYON_NUM_THREADS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else os.cpu_count() or 1
 
 
 def _check_duplicates(
