@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -254,5 +255,42 @@ def test_the_spark_recipe_function_on_buckets(tmp_path):
         for _, g in long.groupby("bucket", sort=False)
     ]
     got = pa.Table.from_pandas(pd.concat(parts, ignore_index=True), preserve_index=False)
+    want = frame.fuse([pa.Table.from_pandas(df) for df in frames_of(rows)], **options)
+    assert by_query(got) == by_query(want)
+
+
+def spark_recipe():
+    """The Python block of docs/dask.md's Spark recipe (the one after its marker)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "dask.md").read_text()
+    after = text[text.index("<!-- spark-recipe") :]
+    start = after.index("```python\n") + len("```python\n")
+    return after[start : after.index("```\n", start)]
+
+
+def test_the_spark_recipe_where_pyspark_is_installed(tmp_path):
+    """docs/dask.md's recipe, run on a local SparkSession, equals frame.fuse. pyspark is not a CI
+    dependency (a ~450 MB sdist that needs a JVM): this runs where it is installed."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    namespace: dict = {}
+    exec(compile(spark_recipe(), "docs/dask.md", "exec"), namespace)
+    _, rows, options, _ = next(cases(11, 1, tmp_path))
+    options = {k: v for k, v in options.items() if v is not None}
+    paths = {}
+    for i, df in enumerate(frames_of(rows)):
+        paths[f"run{i}"] = str(tmp_path / f"run{i}.parquet")
+        df.to_parquet(paths[f"run{i}"], index=False)
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    try:
+        fused = namespace["fuse_on_spark"](spark, paths, buckets=3, **options).toPandas()
+    finally:
+        spark.stop()
+    got = pa.Table.from_pandas(fused, preserve_index=False)
     want = frame.fuse([pa.Table.from_pandas(df) for df in frames_of(rows)], **options)
     assert by_query(got) == by_query(want)
