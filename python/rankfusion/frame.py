@@ -24,11 +24,11 @@ bit for bit:
   second run has, and so on (for a long table: in the rows of the first run, ...);
 - a query missing from some runs is fused from the runs that have it.
 
-How: the id columns are dictionary-encoded by Arrow (one doc dictionary shared by every run), each
-run becomes (queries x docs) int64 code matrices padded with -1 and float64 score matrices,
-queries of similar size are fused together by the Rust batch engine (``rankfusion.rrf_batch``,
-GIL released, in parallel), and the codes are mapped back to ids. There is no Python object per
-row. Peak extra memory is about the int and float copies of the input plus the output.
+How: the id columns are dictionary-encoded by Arrow (doc ids in blocks of queries: a doc needs
+one code only among the rows of its query), each run becomes (queries x docs) int64 code matrices
+padded with -1 and float64 score matrices, queries of similar size are fused together by the Rust
+batch engine (``rankfusion.rrf_batch``, GIL released, in parallel), and the codes are mapped back
+to ids. There is no Python object per row. See ``docs/frame.md``.
 
 Bad tables raise what the TREC readers raise, with the run, the row and the column instead of the
 file and the line (:class:`TableError`, a ValueError): a missing column, a null id or score, a
@@ -189,10 +189,6 @@ def _first_true(mask: Any) -> int:
 
 def _null_error(col: pa.ChunkedArray, run: str, name: str, what: str) -> TableError:
     return TableError(run, _first_true(pc.is_null(col)), name, f"{what} is null")
-
-
-def _row(rows: Optional[np.ndarray], i: int) -> int:
-    return int(i if rows is None else rows[i])
 
 
 def _indices(encoded: pa.ChunkedArray) -> np.ndarray:
