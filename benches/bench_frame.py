@@ -6,12 +6,13 @@ as TREC files (``rankfusion fuse a.run ... -o out.run``, the native path) and ag
     python benches/bench_frame.py --ranx-queries 2000  # ranx on a smaller workload (see below)
 
 Each contender is a whole process (interpreter start-up, imports, reading, fusing, writing), timed
-wall-clock, with its peak RSS (``os.wait4``); rounds are interleaved (Parquet, TREC, Parquet,
+wall-clock, with its peak RSS (``os.wait4``, from a small launcher process); rounds are interleaved (Parquet, TREC, Parquet,
 TREC, ...) and the best of ``--rounds`` is kept, because the machine is shared and absolute
 times are noise. ranx is timed once per workload (it is slow, and it JIT-compiles on first use:
 that is part of its whole process). The ranx workload defaults to 2,000 queries: ranx holds every
-run as numba dicts and needed ~4 GB per 1,000 queries here, so the full 10,000 would need about
-40 GB on a 24 GB machine; rankfusion runs both sizes, so the ranx ratio is side by side.
+run as numba dicts and peaked at 4.0 GB for 1,000 queries and 7.25 GB for 2,000 here, so the
+full 10,000 would need about 36 GB on a 24 GB machine; rankfusion runs both sizes, so the ranx
+ratio is side by side.
 
 Memory: besides the whole process's peak RSS, ``frame.fuse`` + the Parquet write are measured in
 a process of their own: peak RSS minus the RSS once the input tables are loaded, against the
