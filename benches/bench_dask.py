@@ -7,7 +7,8 @@ workload) read with ``dd.read_parquet`` and written with ``to_parquet``.
 After an untimed warm-up, each round starts a fresh ``distributed.LocalCluster`` (worker
 processes, one thread each) for 1 worker and for 2 (in the order 1, 2, 2, 1, ...; best of
 ``--rounds``), and times ``rfd.fuse(runs, limit=1000).to_parquet(...)`` (read, shuffle
-on the query, fuse, write) wall-clock; a thread samples every worker's RSS every 0.2 s. Also
+on the query, fuse, write) wall-clock, and the CPU time the workers used (per row: what more
+cores can share); a thread samples every worker's RSS every 0.2 s. Also
 measured: ``frame.fuse`` alone on one partition-sized slice with one thread (the per-row cost of
 the fusion step itself), the bytes the shuffle moves (the Arrow bytes of the rows shuffled), and
 the result against single-process ``frame.fuse`` (every query's rows, score bits included).
@@ -47,6 +48,14 @@ def _rss() -> int:
     return psutil.Process().memory_info().rss
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) this worker process has used."""
+    import psutil
+
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
 class Sampler(threading.Thread):
     """The largest RSS each worker reaches while running."""
 
@@ -75,6 +84,7 @@ def one_run(parquet: Sequence[str], workers: int, partitions: int, out: str) -> 
         Client(cluster) as client,
     ):
         base = client.run(_rss)
+        cpu = client.run(_cpu)
         sampler = Sampler(client)
         sampler.start()
         t0 = time.perf_counter()
@@ -83,12 +93,14 @@ def one_run(parquet: Sequence[str], workers: int, partitions: int, out: str) -> 
         seconds = time.perf_counter() - t0
         sampler.done.set()
         sampler.join()
+        used = sum(c - cpu.get(w, 0.0) for w, c in client.run(_cpu).items())
     peaks = sorted(sampler.peak.values())
     return {
         "seconds": seconds,
         "peak": max(peaks),
         "peaks": peaks,
         "base": max(base.values()),
+        "cpu": used,
     }
 
 
@@ -149,12 +161,15 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 r = one_run(parquet, workers, args.partitions, out)
                 if workers not in results or r["seconds"] < results[workers]["seconds"]:
                     results[workers] = r
-        print(f"{'workers':>8} {'seconds':>8} {'M rows/s':>9} {'peak RSS per worker':>28}")
+        print(
+            f"{'workers':>8} {'seconds':>8} {'M rows/s':>9} {'worker CPU ns/row':>18} "
+            f"{'peak RSS per worker':>24}"
+        )
         for workers, r in results.items():
             peaks = ", ".join(f"{p / 1e9:.2f}" for p in r["peaks"])
             print(
                 f"{workers:8} {r['seconds']:8.1f} {rows / r['seconds'] / 1e6:9.2f} "
-                f"{peaks + ' GB':>28}"
+                f"{r['cpu'] / rows * 1e9:18.0f} {peaks + ' GB':>24}"
             )
         speedup = results[1]["seconds"] / results[2]["seconds"]
         print(
