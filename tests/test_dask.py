@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -267,11 +268,13 @@ def spark_recipe():
     return after[start : after.index("```\n", start)]
 
 
-def test_the_spark_recipe_where_pyspark_is_installed(tmp_path):
+def test_the_spark_recipe_where_pyspark_is_installed(tmp_path, monkeypatch):
     """docs/dask.md's recipe, run on a local SparkSession, equals frame.fuse. pyspark is not a CI
     dependency (a ~450 MB sdist that needs a JVM): this runs where it is installed."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # executors need rankfusion too
 
     namespace: dict = {}
     exec(compile(spark_recipe(), "docs/dask.md", "exec"), namespace)
