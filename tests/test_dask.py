@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import struct
 import sys
 from pathlib import Path
@@ -272,6 +273,8 @@ def test_the_spark_recipe_where_pyspark_is_installed(tmp_path, monkeypatch):
     """docs/dask.md's recipe, run on a local SparkSession, equals frame.fuse. pyspark is not a CI
     dependency (a ~450 MB sdist that needs a JVM): this runs where it is installed."""
     pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("pyspark is installed but there is no JVM to run it")
     from pyspark.sql import SparkSession
 
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # executors need rankfusion too
