@@ -428,9 +428,10 @@ def _fuse_tables(args: argparse.Namespace) -> int:
         frame.write_parquet(fused, args.output)
     elif args.output and args.output != "-":
         frame.write_trec(fused, args.output, tag=args.tag)
-    else:
-        frame.write_trec(fused, sys.stdout, tag=args.tag)
-        sys.stdout.flush()
+    else:  # as the other paths write to stdout
+        text = io.StringIO()
+        frame.write_trec(fused, text, tag=args.tag)
+        _write_stdout(text.getvalue())
     return 0
 
 

@@ -847,7 +847,7 @@ def fuse(
     signature order); TypeError for a table or a column of the wrong type; :class:`TableError`
     (ValueError) for a missing column, a null, a NaN score, a duplicate with
     ``duplicates="error"``; ValueError ``"query 'q': <rrf's message>"`` for a query that cannot
-    be fused (a score overflowing to infinity, ``normalize=True`` without a positive weight),
+    be fused (a score overflowing to infinity with huge weights),
     the first such query in output order.
     """
     _check_names(query, doc, score, run)
