@@ -19,9 +19,9 @@ import subprocess
 import sys
 
 import pytest
+from _methods import random_method
 
 from rankfusion import cli, trec
-from rankfusion.reference import METHODS, NORMS
 
 # Ids: plain, numeric, non-ASCII, undecodable bytes, a NUL, full-width letters, punctuation.
 QIDS = [b"1", b"2", b"10", b"q\xc3\xa9", b"q\xff", b"Q-3", b"q\x00z"]
@@ -86,28 +86,18 @@ def random_case(rng: random.Random, folder: str, case: int):
         with open(path, "wb") as f:
             f.write(data)
         paths.append(path)
-    method = "rrf" if rng.random() < 0.4 else rng.choice(list(METHODS))
-    spec = METHODS[method]
     weights = None
-    if rng.random() < (0.6 if spec.weighted else 0.03):  # sometimes where it is an error
+    if rng.random() < 0.6:
         weights = [rng.choice([1.0, 0.5, 2.0, 0.0, -0.5, -1.0, 1e22, 0.3]) for _ in paths]
     options = dict(
-        method=method,
-        k=rng.choice([60, 0, 1, 2.5, 1e-3]) if method == "rrf" else None,
-        weights=weights,
+        k=rng.choice([60, 0, 1, 2.5, 1e-3]),
         window=rng.choice([None, None, 1, 2, 5]),
         duplicates=duplicates,
         limit=rng.choice([None, None, 1, 3, 7]),
     )
-    if spec.kind == "score" and spec.norm is None and rng.random() < 0.8:
-        options["norm"] = rng.choice(NORMS)
-    if spec.kind == "score" and rng.random() < 0.3:
-        options["lower_is_better"] = [rng.random() < 0.5 for _ in paths]
-    for name, values in (("phi", [0.0, 0.5, 0.8, 0.99]), ("gamma", [0.5, 1.0, 2.0])):
-        if name in spec.params:
-            options[name] = rng.choice(values)
-    if "sigma" in spec.params and rng.random() < 0.5:
-        options["sigma"] = rng.choice([0.0, 0.01, 1.0])
+    options.update(random_method(rng, n_runs, weights))
+    if options["method"] != "rrf":
+        options["k"] = None
     order = rng.choice(["score", "file"])
     tag = rng.choice(["rankfusion", "t\udcff", "é-1"])
     return paths, options, order, tag
@@ -255,7 +245,7 @@ def command_outputs(tmp_path, capsys, monkeypatch, args, gz=False):
 def test_command_native_and_python_paths_agree(tmp_path, capsys, monkeypatch, gz):
     rng = random.Random(99)
     checked = 0
-    for case in range(60):
+    for case in range(100):
         paths, options, order, tag = random_case(rng, str(tmp_path), case)
         args = [
             "fuse",

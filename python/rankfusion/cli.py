@@ -13,6 +13,7 @@ import argparse
 import io
 import math
 import os
+import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -122,7 +123,12 @@ def _flags(text: str) -> List[bool]:
 def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
     from ._reference import METHODS, NORMS
 
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (plain or .gz)")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run files: TREC (plain or .gz) or Parquet (.parquet, .pq)",
+    )
     parser.add_argument(
         "--method",
         choices=tuple(METHODS),
@@ -181,6 +187,13 @@ def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
         default="score",
         help="how a run ranks a query's documents: by score with trec_eval's tie order "
         "(doc id descending; default), or in the order of the file's lines",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("trec", "parquet"),
+        default=None,
+        help="the format of every RUN (and of -o FILE); default: by file name, Parquet for "
+        ".parquet/.pq, TREC otherwise. Parquet needs the 'arrow' extra",
     )
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no warnings on stderr"
@@ -423,12 +436,84 @@ def _warn_missing(args: argparse.Namespace, qids: Sequence[Sequence[str]]) -> No
 
 def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
     progress = _progress(args)
-    runs = [
-        trec.read_run(path, order=args.order, duplicates=_read_mode(args), progress=progress)
-        for path in args.runs
-    ]
+    runs = []
+    for path in args.runs:
+        if _format(args, path) == "parquet":
+            table = _read_table(args, path)
+            frame = _frame()
+            try:
+                run = frame._to_run(
+                    table, path, "qid", "docid", "score", args.order, _read_mode(args)
+                )
+            except frame.TableError as e:
+                raise DataError(str(e)) from None
+        else:
+            run = trec.read_run(
+                path, order=args.order, duplicates=_read_mode(args), progress=progress
+            )
+        runs.append(run)
     _warn_missing(args, [list(run) for run in runs])
     return runs
+
+
+# --- Parquet ----------------------------------------------------------------------------------
+
+
+def _format(args: argparse.Namespace, path: Optional[str]) -> str:
+    """The format of a run file or of -o: --format, else Parquet for .parquet/.pq names."""
+    if path is None or path == "-":
+        return "trec"  # stdout
+    if args.format:
+        return str(args.format)
+    return "parquet" if path.lower().endswith((".parquet", ".pq")) else "trec"
+
+
+def _frame() -> Any:
+    """rankfusion.frame; a UsageError when pyarrow is missing."""
+    try:
+        from . import frame
+    except ImportError as e:
+        raise UsageError(f"Parquet: {e}") from None
+    return frame
+
+
+def _read_table(args: argparse.Namespace, path: str) -> Any:
+    """A run file as a table ``qid, docid, score`` (Parquet: any preset's column names)."""
+    frame = _frame()
+    if _format(args, path) == "trec":
+        return frame.read_trec(path, order=args.order, duplicates=_read_mode(args))
+    try:
+        table = frame.read_table(path, format="parquet")
+    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: {e}") from None
+    if table.num_rows == 0:
+        raise DataError(f"{path}: empty run: the table has no rows")
+    return table
+
+
+def _fuse_tables(args: argparse.Namespace) -> int:
+    """``fuse`` when a run or -o is Parquet (no --qrels, --trace): the runs as Arrow tables,
+    fused by rankfusion.frame; the same output, warnings and errors as the TREC paths."""
+    frame = _frame()
+    tables = [_read_table(args, path) for path in args.runs]
+    qids = [frame._query_ids(t, "qid") for t in tables]
+    _warn_missing(args, qids)
+    try:
+        fused = frame.fuse(tables, order=args.order, **_fusion_options(args))
+    except frame.TableError as e:
+        where = re.fullmatch(r"runs\[(\d+)\]", e.run)
+        path = args.runs[int(where.group(1))] if where else e.run
+        raise DataError(str(e).replace(e.run, path, 1)) from None
+    del tables
+    if _format(args, args.output) == "parquet":
+        frame.write_parquet(fused, args.output)
+    elif args.output and args.output != "-":
+        frame.write_trec(fused, args.output, tag=args.tag)
+    else:  # as the other paths write to stdout
+        text = io.StringIO()
+        frame.write_trec(fused, text, tag=args.tag)
+        _write_stdout(text.getvalue())
+    return 0
 
 
 # --- fuse -------------------------------------------------------------------------------------
@@ -505,8 +590,9 @@ def _fuse_command(args: argparse.Namespace) -> int:
     elif args.qrels:
         _check_stdout(" (the --qrels table goes to stdout with -o)")
 
+    tables = any(_format(args, p) == "parquet" for p in [*args.runs, args.output])
     if _native(args):
-        return _fuse_native(args)
+        return _fuse_tables(args) if tables else _fuse_native(args)
     runs = _read_runs(args)
     qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
     fused = trec.fuse(
@@ -526,7 +612,12 @@ def _fuse_command(args: argparse.Namespace) -> int:
             trace_file = trec._AtomicFile(args.trace)
             pending.append(trace_file)
             _trace_lines(fused, args.runs, trace_file.file)
-        if args.output and args.output != "-":
+        if _format(args, args.output) == "parquet":
+            run_file = trec._AtomicFile(args.output, compress=False)
+            pending.append(run_file)
+            frame = _frame()
+            frame._write_parquet_file(frame.from_run(fused), run_file)
+        elif args.output and args.output != "-":
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
             trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
