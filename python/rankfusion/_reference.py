@@ -666,6 +666,17 @@ def _median(values: list) -> float:
     return values[half] if len(values) % 2 else (values[half - 1] + values[half]) / 2
 
 
+def _root_sum_squares(xs: list, divisor: int) -> float:
+    """sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a
+    zero or infinite root of values that are not all zero), the same with every x divided by the
+    largest |x| first, and the root multiplied by it."""
+    root = math.sqrt(canonical_sum(x * x for x in xs) / divisor)
+    if (root == 0 or math.isinf(root)) and any(x != 0 for x in xs):
+        top = max(abs(x) for x in xs)
+        root = top * math.sqrt(canonical_sum((x / top) * (x / top) for x in xs) / divisor)
+    return root
+
+
 def _normalizer(norm: str, values: list) -> Callable[[float], float]:
     """The normalisation of one list: ``values`` are the raw scores of its counted items, in list
     order (already negated for a lower-is-better list). Returns raw score -> normalised value."""
@@ -686,11 +697,13 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
         total = canonical_sum(v - low for v in values)
         return (lambda s: 1.0 / n) if total == 0 else (lambda s: (s - low) / total)
     if norm == "z-score":  # population standard deviation; a constant list: all 0.0
+        if high == low:
+            return lambda s: 0.0
         mean = canonical_sum(values) / n
-        sd = math.sqrt(canonical_sum((v - mean) * (v - mean) for v in values) / n)
+        sd = _root_sum_squares([v - mean for v in values], n)
         return (lambda s: 0.0) if sd == 0 else (lambda s: (s - mean) / sd)
     if norm == "l2":
-        length = math.sqrt(canonical_sum(v * v for v in values))
+        length = _root_sum_squares(values, 1)
         return (lambda s: 0.0) if length == 0 else (lambda s: s / length)
     if norm == "dbsf":  # Qdrant's: Welford's mean and sample variance, mean -/+ 3 sd, not clipped
         if n == 1:

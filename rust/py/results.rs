@@ -306,25 +306,27 @@ impl Spec {
 
     fn make_type(&'static self, py: Python<'_>) -> PyResult<Py<PyType>> {
         let n = self.fields.len();
-        let items = items_offset(py)?;
-        let mut members: Vec<ffi::PyMemberDef> = self
+        items_offset(py)?; // before any getter reads OFFSET_CACHE
+                           // One getter per field, its index in the closure pointer: a field left NULL (a hidden
+                           // field the core did not set) reads as None.
+        let mut getset: Vec<ffi::PyGetSetDef> = self
             .fields
             .iter()
             .enumerate()
-            .map(|(i, f)| ffi::PyMemberDef {
+            .map(|(i, f)| ffi::PyGetSetDef {
                 name: f.name.as_ptr(),
-                type_code: ffi::Py_T_OBJECT_EX,
-                offset: (items + i * std::mem::size_of::<*mut ffi::PyObject>()) as ffi::Py_ssize_t,
-                flags: ffi::Py_READONLY,
+                get: Some(get_field),
+                set: None,
                 doc: f.doc.as_ptr(),
+                closure: i as *mut std::ffi::c_void,
             })
             .collect();
-        members.push(ffi::PyMemberDef {
+        getset.push(ffi::PyGetSetDef {
             name: std::ptr::null(),
-            type_code: 0,
-            offset: 0,
-            flags: 0,
+            get: None,
+            set: None,
             doc: std::ptr::null(),
+            closure: std::ptr::null_mut(),
         });
         let (dealloc, traverse): (ffi::destructor, ffi::traverseproc) = match n {
             3 => (dealloc::<3>, traverse::<3>),
@@ -335,7 +337,7 @@ impl Spec {
         // The type keeps pointers into its spec: they live as long as the process.
         let slots: &'static mut [ffi::PyType_Slot] = vec![
             slot(ffi::Py_tp_doc, self.doc.as_ptr() as *mut _),
-            slot(ffi::Py_tp_members, members.leak().as_mut_ptr().cast()),
+            slot(ffi::Py_tp_getset, getset.leak().as_mut_ptr().cast()),
             slot(ffi::Py_tp_dealloc, dealloc as *mut _),
             slot(ffi::Py_tp_traverse, traverse as *mut _),
             slot(ffi::Py_tp_hash, hash as *mut _),
@@ -453,7 +455,9 @@ impl Spec {
                 *items.add(i) = v.into_ptr();
                 set = i + 1;
             }
-            for i in set..n {
+            // Visible fields are tuple items and never NULL; hidden ones not given stay NULL
+            // (read as None), which spares a reference count on each.
+            for i in set..self.visible {
                 *items.add(i) = py.None().into_ptr();
             }
             (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
@@ -485,6 +489,20 @@ fn items_offset(py: Python<'_>) -> PyResult<usize> {
 unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
     let offset = OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed);
     obj.cast::<u8>().add(offset).cast()
+}
+
+/// The getter of field `closure` (its index): the field, or None where it is NULL.
+///
+/// # Safety
+/// Called by Python with a record of this getter's type; `closure` is the field's index.
+unsafe extern "C" fn get_field(
+    obj: *mut ffi::PyObject,
+    closure: *mut std::ffi::c_void,
+) -> *mut ffi::PyObject {
+    let item = *record_items(obj).add(closure as usize);
+    let item = if item.is_null() { ffi::Py_None() } else { item };
+    ffi::Py_INCREF(item);
+    item
 }
 
 /// `items_offset`, for the slots that run without a `Python` token.
