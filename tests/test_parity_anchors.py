@@ -233,8 +233,8 @@ def ranx():
 
 
 def build_corpora(ranx) -> dict:
-    """ "2 runs": Cranfield and Vaswani (BM25, MiniLM) and synthetic runs 0, 1; "3 runs": synthetic
-    runs 0, 1, 2. The weights of the weighted methods include a negative one."""
+    """The ranx calls' inputs. "2 runs": Cranfield and Vaswani (BM25, MiniLM) and synthetic runs
+    0, 1, weights 0.7, 0.3; "3 runs": synthetic runs 0, 1, 2, weights 0.5, -0.2, 0.35."""
     synthetic = synthetic_runs()
     pairs: list = [{}, {}]
     for bm25, minilm in real_runs().values():
@@ -567,6 +567,7 @@ def test_ranx_parity(ranx, corpora, condorcet_corpora, corpus_name, pair):
     if pair.norm in NORM_EDGES and pair.score_based:
         # ... and ranx given rankfusion's documented values for those lists agrees everywhere
         runs, qids = substituted(ranx, corpus, pair)
+        assert qids
         theirs = ranx_fuse(ranx, corpus, pair, runs=runs, norm=None)
         normalised = [as_dict(r) for r in runs]
         for qid in qids:
@@ -584,7 +585,8 @@ def test_real_runs_hit_no_edge_case_but_condorcet(corpora, condorcet_corpora):
     not hold the same documents: a document only in run 0 and one only in run 1 each come first)."""
     corpus = corpora["2 runs"]
     real = [q for q in corpus.lists if not q.startswith("syn:")]
-    assert real
+    if not real:
+        pytest.skip("data/cranfield and data/vaswani are absent")
     for qid in real:
         for s in corpus.scores[qid]:
             assert all(list_edge(norm, s) is None for norm in NORM_EDGES), qid
@@ -658,6 +660,31 @@ def test_z_score_of_an_all_equal_list_is_zero(impl):
         assert [h.score for h in hits] == [0.0, 0.0, 0.0], (value, hits)
 
 
+@pytest.mark.xfail(strict=True, reason="the squares under- or overflow: every key gets 0.0")
+@pytest.mark.parametrize("impl", ["core", "reference"])
+@pytest.mark.parametrize(
+    "norm, scores, expected",
+    [
+        ("l2", [4e-170, 3e-170], [0.8, 0.6]),
+        ("l2", [4e170, 3e170], [0.8, 0.6]),
+        ("z-score", [3e-170, 1e-170], [1.0, -1.0]),
+        ("z-score", [3e170, 1e170], [1.0, -1.0]),
+    ],
+)
+def test_l2_and_z_score_of_tiny_or_huge_scores(impl, norm, scores, expected):
+    """l2 is s / sqrt(sum s^2) and z-score (s - mean) / sigma: scale-free, so [4e-170, 3e-170]
+    normalises as [4, 3] does. Both compute the squares as they are, which underflow to 0 (or
+    overflow to inf), and then give every key 0.0 without a word. Refusing the list with a
+    ValueError, as min-max, sum and dbsf do when their arithmetic overflows, would do too."""
+    fuse = rankfusion.fuse if impl == "core" else rankfusion.reference.fuse
+    try:
+        hits = fuse([["a", "b"]], method="sum", norm=norm, scores=[scores])
+    except ValueError:
+        return
+    assert [h.key for h in hits] == ["a", "b"]
+    assert all(close(h.score, e) for h, e in zip(hits, expected)), hits
+
+
 # === The other anchors: float64 transcriptions of their source ====================================
 # A list is [(doc, score), ...], best first. The commits are those of the research note behind
 # docs/semantics.md's table of anchors (Qdrant 74f3e85, OpenSearch neural-search 936d3c4, Weaviate
@@ -665,7 +692,7 @@ def test_z_score_of_an_all_equal_list_is_zero(impl):
 
 
 def qdrant_dbsf(lists: list, t=float) -> dict:
-    """qdrant lib/segment/src/common/score_fusion.rs, ScoreFusion::dbsf: per list distr_norm
+    """qdrant/qdrant@74f3e85 lib/segment/src/common/score_fusion.rs, ScoreFusion::dbsf: per list distr_norm
     (Welford's mean and sample variance in list order, lo/hi = mean -/+ 3 std, (s - lo) / (hi - lo)
     not clipped; one point, or lo == hi: 0.5), weights 1, summed in list order. Qdrant computes
     in f32 (t=numpy.float32); the parity is with the same formula in f64 (t=float)."""
@@ -693,8 +720,8 @@ ES_EPSILON = float(np.float32(1e-6))
 
 
 def es_linear_minmax(lists: list, weights: list) -> dict:
-    """Elasticsearch x-pack/plugin/rank-rrf/.../linear: LinearRetrieverBuilder's
-    combineInnerRetrieverResults (score += weight * normalized, in retriever order) over
+    """elastic/elasticsearch x-pack/plugin/rank-rrf/.../linear: LinearRetrieverBuilder's
+    combineInnerRetrieverResults (blob 030968aa: score += weight * normalized, retriever order) over
     MinMaxScoreNormalizer after elastic/elasticsearch#128689 (min within 1e-6 of max: 1.0). ES
     computes in f32; max starts at Float.MIN_VALUE."""
     fused: dict = {}
@@ -709,7 +736,7 @@ def es_linear_minmax(lists: list, weights: list) -> dict:
 
 
 def weaviate_relative_score(lists: list, weights: list) -> dict:
-    """Weaviate usecases/traverser/hybrid/hybrid_fusion.go, FusionRelativeScore: score = weight,
+    """weaviate/weaviate@adcffc5 usecases/traverser/hybrid/hybrid_fusion.go, FusionRelativeScore: score = weight,
     times (v - min) / (max - min) when max != min, added to the document's score in list order.
     Weaviate computes in f32."""
     fused: dict = {}
@@ -725,8 +752,8 @@ def weaviate_relative_score(lists: list, weights: list) -> dict:
 
 
 def opensearch_l2(scores: list) -> list:
-    """neural-search processor/normalization/L2ScoreNormalizationTechnique: s / sqrt(sum s^2), the
-    sum in list order; a zero norm gives 0."""
+    """opensearch-project/neural-search@936d3c4 processor/normalization/
+    L2ScoreNormalizationTechnique: s / sqrt(sum s^2), the sum in list order; a zero norm gives 0."""
     total = 0.0
     for s in scores:
         total += s * s
@@ -784,7 +811,7 @@ def documented_min_max(scores: list) -> list:
 
 
 def nem_fuse(channels: list, timestamps: dict, recency: float, k: float = 60.0) -> dict:
-    """Dieg0Code/nem internal/retrieve/retrieve.go, Fuse: RRF (1 / (k + rank), channel order),
+    """Dieg0Code/nem@1d1c30b internal/retrieve/retrieve.go, Fuse: RRF (1 / (k + rank), channel order),
     then recency * (ts - min) / (max - min) over the merged keys with a timestamp (!= 0), added
     when the span is > 0 and the key's timestamp > 0."""
     fused: dict = {}
