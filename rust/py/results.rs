@@ -9,9 +9,9 @@
 //! the wrong kind is a TypeError or ValueError naming it), `__reduce__` through it, and, where
 //! the data are plain, `to_dict()`.
 
+use std::cell::UnsafeCell;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -69,7 +69,42 @@ pub struct Spec {
     type_ptr: AtomicPtr<ffi::PyTypeObject>,
     /// Freed instances kept for reuse, as CPython keeps tuples and floats: allocating and
     /// freeing a GC object costs more than all the rest of making a hit.
-    free: Mutex<Vec<usize>>,
+    free: FreeList,
+}
+
+/// A free list, only ever touched with the GIL held: by [`Spec::make`] (which holds a `Python`
+/// token) and by `tp_dealloc` (which CPython calls with the GIL held). The GIL is the lock, so a
+/// plain cell suffices where a `Mutex` would cost a lock and an unlock per object. The module is
+/// built for the stable ABI (abi3), which a free-threaded CPython does not load.
+struct FreeList(UnsafeCell<Vec<usize>>);
+
+// SAFETY: every access is made with the GIL held (see `FreeList`), which serialises them.
+unsafe impl Sync for FreeList {}
+
+impl FreeList {
+    const fn new() -> Self {
+        FreeList(UnsafeCell::new(Vec::new()))
+    }
+
+    /// # Safety
+    /// The GIL must be held, and no other borrow of the list live (none outlives these calls).
+    unsafe fn pop(&self) -> Option<usize> {
+        (*self.0.get()).pop()
+    }
+
+    /// Keeps `obj` unless the list is full; whether it was kept.
+    ///
+    /// # Safety
+    /// As [`FreeList::pop`].
+    unsafe fn push(&self, obj: usize) -> bool {
+        let list = &mut *self.0.get();
+        if list.len() < FREE_MAX {
+            list.push(obj);
+            true
+        } else {
+            false
+        }
+    }
 }
 
 /// The most freed instances kept per type.
@@ -116,7 +151,7 @@ pub static CONTRIBUTION: Spec = Spec {
     check: no_check,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static HIT: Spec = Spec {
@@ -155,7 +190,7 @@ pub static HIT: Spec = Spec {
     check: no_check,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static REVALIDATED: Spec = Spec {
@@ -181,7 +216,7 @@ pub static REVALIDATED: Spec = Spec {
     check: no_check,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 /// ids (Q, W), scores (Q, W), counts (Q,), and optionally two (Q, W, L) arrays.
@@ -252,7 +287,7 @@ pub static BATCH_RESULT: Spec = Spec {
     check: batch_shapes,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static REVALIDATED_BATCH: Spec = Spec {
@@ -283,7 +318,7 @@ pub static REVALIDATED_BATCH: Spec = Spec {
     check: batch_shapes,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static SPECS: [&Spec; 5] = [
@@ -342,10 +377,7 @@ impl Spec {
             slot(ffi::Py_tp_traverse, traverse as *mut _),
             slot(ffi::Py_tp_hash, hash as *mut _),
             // Defining tp_hash stops tp_richcompare from being inherited: tuple's, explicitly.
-            // SAFETY: reading a slot of a static type.
-            slot(ffi::Py_tp_richcompare, unsafe {
-                ffi::PyType_GetSlot(&raw mut ffi::PyTuple_Type, ffi::Py_tp_richcompare)
-            }),
+            slot(ffi::Py_tp_richcompare, tuple_richcompare()),
             slot(0, std::ptr::null_mut()),
         ]
         .leak();
@@ -434,7 +466,7 @@ impl Spec {
         // released, untracked, holding its reference to the type), revived here. Every field is
         // set to a new reference, and the tuple length is that of the visible fields.
         unsafe {
-            let reused = self.free.lock().ok().and_then(|mut f| f.pop());
+            let reused = self.free.pop(); // the GIL is held: `py`
             let obj = match reused {
                 Some(p) => {
                     let obj = p as *mut ffi::PyObject;
@@ -527,11 +559,9 @@ unsafe extern "C" fn dealloc<const N: usize>(obj: *mut ffi::PyObject) {
     let spec = SPECS
         .iter()
         .find(|s| s.type_ptr.load(Ordering::Acquire) == ty);
-    if let Some(mut free) = spec.and_then(|s| s.free.lock().ok()) {
-        if free.len() < FREE_MAX {
-            free.push(obj as usize);
-            return;
-        }
+    // CPython calls tp_dealloc with the GIL held.
+    if spec.is_some_and(|s| s.free.push(obj as usize)) {
+        return;
     }
     let free: ffi::freefunc = std::mem::transmute(ffi::PyType_GetSlot(ty, ffi::Py_tp_free));
     free(obj.cast());
@@ -558,6 +588,41 @@ unsafe extern "C" fn traverse<const N: usize>(
         }
     }
     visit(ffi::Py_TYPE(obj).cast(), arg)
+}
+
+/// tuple's tp_richcompare where the running Python lets a static type's slot be read (3.10+;
+/// CPython 3.9's `PyType_GetSlot` refuses static types with a SystemError), else
+/// [`richcompare_as_tuple`].
+fn tuple_richcompare() -> *mut std::ffi::c_void {
+    // SAFETY: reading a slot of a static type, GIL held (called while making a type); a NULL
+    // result comes with an exception, cleared here.
+    unsafe {
+        let slot = ffi::PyType_GetSlot(&raw mut ffi::PyTuple_Type, ffi::Py_tp_richcompare);
+        if slot.is_null() {
+            ffi::PyErr_Clear();
+            richcompare_as_tuple as *mut _
+        } else {
+            slot
+        }
+    }
+}
+
+/// tp_richcompare on CPython 3.9: the visible fields as a plain tuple, compared.
+///
+/// # Safety
+/// Called by Python on a record, GIL held.
+unsafe extern "C" fn richcompare_as_tuple(
+    obj: *mut ffi::PyObject,
+    other: *mut ffi::PyObject,
+    op: std::ffi::c_int,
+) -> *mut ffi::PyObject {
+    let plain = ffi::PySequence_Tuple(obj);
+    if plain.is_null() {
+        return std::ptr::null_mut();
+    }
+    let result = ffi::PyObject_RichCompare(plain, other, op);
+    ffi::Py_DECREF(plain);
+    result
 }
 
 /// tp_hash: the hash of the visible fields as a plain tuple (what a tuple equal to it hashes
