@@ -23,6 +23,35 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _fusion_cases import (
+    BAD_ARGUMENTS,
+    BAD_GAMMAS,
+    BAD_PHIS,
+    BAD_SCORES,
+    BAD_SIGMAS,
+    BAD_WEIGHTS,
+    BIG_GAMMAS,
+    BOOST_VALUES,
+    BOOST_WEIGHTS,
+    GAMMAS,
+    K_VALUES,
+    KNOWN_ISSUES,
+    MEANS,
+    METHODS,
+    NORMS,
+    PHIS,
+    SCORE_SHAPES,
+    SIGMAS,
+    WEIGHTS,
+    below,
+    condorcet_weight_sum_overflow,
+    method_and_norm,
+    pick,
+    picks,
+    reads_scores,
+    reference_arithmetic_error,
+    sometimes,
+)
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -31,53 +60,6 @@ from rankfusion import reference as ref
 
 CORE = rankfusion.fuse
 REF = ref.fuse
-METHODS = tuple(ref.METHODS)
-NORMS = ref.NORMS
-MEANS = ("arithmetic_mean", "geometric_mean", "harmonic_mean")
-
-# --- known disagreements -------------------------------------------------------------------------
-# Each is reproduced by an xfail(strict=True) test below; the properties tolerate exactly that
-# disagreement while its name is in this set. Remove the name once the reproducer passes.
-KNOWN_ISSUES = {
-    # The reference raises OverflowError / ZeroDivisionError / ValueError("math domain error")
-    # where a fused or normalised score overflows; the core raises the documented ValueError.
-    "reference-arithmetic-errors",
-    # max / min / med return one of the values unchanged: 0.0 or -0.0 depending on list order.
-    "signed-zero-max-min-med",
-    # condorcet: the reference checks the sum of a key's list weights (its trace's contributions)
-    # for overflow, though the score is 1 + wins; the core does not.
-    "condorcet-weight-sum-overflow",
-    # The reference's bordafuse traces its points |C| - rank + 1 as an int (normalized=3, not 3.0).
-    "reference-bordafuse-int-points",
-}
-
-
-def reference_arithmetic_error(want_exc, got_exc) -> bool:
-    """The reference failed in the arithmetic itself where the core reports a non-finite score."""
-    if "reference-arithmetic-errors" not in KNOWN_ISSUES:
-        return False
-    arithmetic = isinstance(want_exc, (OverflowError, ZeroDivisionError)) or (
-        type(want_exc) is ValueError and str(want_exc) == "math domain error"
-    )
-    return (
-        arithmetic
-        and type(got_exc) is ValueError
-        and "is not finite" in str(got_exc)
-        and "key" in str(got_exc)
-    )
-
-
-def condorcet_weight_sum_overflow(kw, want_exc, got_exc) -> bool:
-    return (
-        "condorcet-weight-sum-overflow" in KNOWN_ISSUES
-        and kw.get("method") == "condorcet"
-        and type(want_exc) is ValueError
-        and str(want_exc).startswith("the fused score of key ")
-        and got_exc is None
-    )
-
-
-# --- comparison ---------------------------------------------------------------------------------
 
 
 def bits(x) -> bytes:
@@ -187,7 +169,7 @@ def assert_same_outcome(make_input, tag=None) -> None:
         if reference_arithmetic_error(want_exc, got_exc):
             event("known issue: reference-arithmetic-errors")
             return
-        if condorcet_weight_sum_overflow(kw, want_exc, got_exc):
+        if condorcet_weight_sum_overflow(kw.get("method"), want_exc, got_exc):
             event("known issue: condorcet-weight-sum-overflow")
             return
         assert got_exc is not None, f"the reference raised {want_exc!r}; the core returned {got!r}"
@@ -244,106 +226,24 @@ FAMILIES = [
     ),
 ]
 BAD_KEYS = st.sampled_from([Unhashable(), RaisingEq(), [1], {}])
-
-# --- argument values ------------------------------------------------------------------------------
-
-SCORE_SHAPES = {
-    # few distinct values: ties, all-equal lists, zeros, negatives
-    "ties": st.sampled_from([0.0, 1.0, 2.0, -1.0, 0.5, 0.0, -0.0, 3.0]),
-    "floats": st.floats(-1e3, 1e3, allow_nan=False),
-    "ints": st.integers(-5, 5),
-    # sums, squares and spans that overflow; subnormals; signed zeros
-    "huge": st.sampled_from(
-        [1e308, -1e308, 1.7e308, -1.7e308, 5e-324, -5e-324, 1e-300, 1e300, 0.0, -0.0, 1.0]
-    ),
-    "types": st.sampled_from([np.float32(0.5), Fraction(1, 3), np.int64(3), 2**70, np.float64(2)]),
-}
-BAD_SCORES = [float("nan"), float("inf"), -float("inf"), "1", True, None, 10**400, 1j]
-WEIGHTS = [
-    1, 1.0, 2, 0.5, 0, 0.0, -0.0, -1, -2.5, 1 / 3, 5e-324, 1e-300, 1e300, 1e308, -1e308,
-    Fraction(1, 3), np.float64(0.7), np.float32(0.1), np.int64(2), 10**20,
-]  # fmt: skip
-BAD_WEIGHTS = [float("nan"), float("inf"), "1", True, None, 10**400]
-K_VALUES = [60, 0, 1, 0.5, 1e-300, 2**70, Fraction(1, 3), np.float64(2.5), np.int64(3)]
-PHIS = [0.5, 0.0, 0.8, 0.99, 1e-300, Fraction(1, 2), np.float64(0.3), 0.9999999999999999]
-BAD_PHIS = [1, 1.0, -0.1, 1.5, float("nan"), float("inf"), "0.5", True]
-GAMMAS = [2, 0.5, 1.0, 0.0, -1.0, 3, Fraction(3, 2), np.float64(1.5)]
-BIG_GAMMAS = [1100.0, 2000, -1100.0]  # p ** gamma overflows (or underflows)
-BAD_GAMMAS = [float("nan"), float("inf"), "2", True]
-SIGMAS = [0.01, 0, 0.0, 0.5, 1, 1.0, 1e-300, Fraction(1, 4)]
-BAD_SIGMAS = [-0.01, 1.5, -1e-300, float("nan"), "0.1", True]
-BOOST_VALUES = [0.0, 1.0, 5.0, -2.0, 2.5, 1e308, -1e308, 5e-324, np.float64(3), 7, Fraction(1, 3)]
-BOOST_WEIGHTS = [0.5, 0.0, -1.0, 2, 1e308, 5e-324, np.float64(0.25)]
-BAD_REALS = [float("nan"), float("inf"), "1", True, None]
-
-# argument name -> bad values (types and ranges), for the "one more bad argument" draw
-BAD_ARGUMENTS = {
-    "method": ["RRF", "borda", "", 1, None, b"rrf"],
-    "norm": ["minmax", "None", "", 1, b"max"],
-    "window": [0, -1, 1.5, True, "2"],
-    "duplicates": ["last", 1, None],
-    "tie_break": ["score", None, 0],
-    "offset": [-1, 1.5, None, True],
-    "limit": [-1, "3", 2.0, False],
-    "min_score": [float("nan"), float("inf"), "x", True, 10**400],
-    "normalize": ["yes", 1, None],
-    "trace": [1, None, "no"],
-    "lower_is_better": [5, "ab", [1], [None], [0.0]],
-    "boost": [[("a", 1.0)], 5, "ab"],
-    "boost_weight": BAD_REALS,
-}
-
-
-def sometimes(draw, one_in: int) -> bool:
-    """True about one time in ``one_in``; shrinks to False."""
-    return draw(st.sampled_from([False] * (one_in - 1) + [True]))
-
-
-def pick(draw, values):
-    return draw(st.sampled_from(values))
-
-
-def effective_norm(method: str, norm) -> str:
-    m = ref.METHODS[method]
-    if m.kind == "rank":
-        return "none"
-    return m.norm or norm or "none"
-
-
-def reads_scores(method: str, norm) -> bool:
-    return ref.METHODS[method].kind == "score" and effective_norm(method, norm) not in (
-        "rank",
-        "borda",
-    )
-
-
-@st.composite
-def method_and_norm(draw, mistakes=True):
-    """The method, then a norm for it: for a method that takes one, None or any norm alike; for
-    the others (rank-based, dbsf, relative_score) None, or with ``mistakes`` one time in six a
-    norm (an error)."""
-    method = pick(draw, METHODS)
-    m = ref.METHODS[method]
-    if m.kind == "score" and m.norm is None:
-        norm = pick(draw, (None,) + NORMS)
-    else:
-        norm = pick(draw, NORMS) if mistakes and sometimes(draw, 6) else None
-    return method, norm
+MIN_SCORES = st.one_of(
+    st.floats(-2, 2), st.sampled_from([0.0, -0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 1 / 61, 5e-324])
+)
 
 
 @st.composite
 def key_lists(draw, family, max_lists=4, max_len=6):
     """Lists over a small pool of keys (keys repeat across and inside lists), or permutations of
     the pool (equal-length lists with exact ties)."""
-    pool = draw(st.lists(family, min_size=1, max_size=6))
+    pool = [draw(family) for _ in range(1 + below(draw, 6))]
     n = pick(draw, [2, 1, 3, 2, 3, 4, 1, 2, 0])
     shortest = pick(draw, [1, 0])
     if pick(draw, ["pool", "pool", "permutations"]) == "permutations":
-        length = draw(st.integers(shortest, len(pool)))
+        length = shortest + below(draw, len(pool) - shortest + 1)
         orders = [draw(st.permutations(range(len(pool))))[:length] for _ in range(n)]
     else:
-        index = st.integers(0, len(pool) - 1)
-        orders = [draw(st.lists(index, min_size=shortest, max_size=max_len)) for _ in range(n)]
+        lengths = [shortest + below(draw, max_len - shortest + 1) for _ in range(n)]
+        orders = [[below(draw, len(pool)) for _ in range(length)] for length in lengths]
     return [[pool[i] for i in order] for order in orders], pool
 
 
@@ -353,7 +253,7 @@ def score_lists(draw, lists):
     shape = pick(draw, sorted(SCORE_SHAPES))
     out = []
     for lst in lists:
-        values = draw(st.lists(SCORE_SHAPES[shape], min_size=len(lst), max_size=len(lst)))
+        values = [draw(SCORE_SHAPES[shape]) for _ in lst]
         if pick(draw, [False, False, True]):  # ranked by score, as a search engine returns them
             try:
                 values.sort(key=float, reverse=True)
@@ -382,7 +282,7 @@ def fuse_calls(draw, families=FAMILIES, bad_rate=8, combination=None, mistakes=T
 
     method, norm = combination or draw(method_and_norm(mistakes))
     m = ref.METHODS[method]
-    family_name, family, comparable = draw(st.sampled_from(families))
+    family_name, family, comparable = pick(draw, families)
     if family_name == "mixed" and mistake(10):
         family = st.one_of(family, BAD_KEYS)
     lists, pool = draw(key_lists(family))
@@ -397,7 +297,7 @@ def fuse_calls(draw, families=FAMILIES, bad_rate=8, combination=None, mistakes=T
     if reading and not mistake(20) or not reading and sometimes(draw, 4):
         scores = draw(score_lists(lists))
         if n and mistake(15):
-            scores[draw(st.integers(0, n - 1))] = None
+            scores[below(draw, n)] = None
         kw["scores"] = pick(draw, [scores, scores, tuple(scores)])
 
     # weights: weighted methods half the time (negative, zero, tiny, huge; the means' weights
@@ -410,7 +310,7 @@ def fuse_calls(draw, families=FAMILIES, bad_rate=8, combination=None, mistakes=T
         if sometimes(draw, 4):
             weights = [pick(draw, values)] * n
         else:
-            weights = draw(st.lists(st.sampled_from(values), min_size=n, max_size=n))
+            weights = picks(draw, values, n)
         kw["weights"] = weights
         if n and sometimes(draw, 3):
             kw["weights"] = np.array([float(w) for w in weights])
@@ -439,7 +339,7 @@ def fuse_calls(draw, families=FAMILIES, bad_rate=8, combination=None, mistakes=T
 
     # lower_is_better: score-reading methods sometimes; others now and then (an error)
     if reading and sometimes(draw, 3) or not reading and mistake(25):
-        lower = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        lower = picks(draw, [False, True], n)
         if mistake(10):
             lower = lower + [False]
         kw["lower_is_better"] = pick(draw, [lower, tuple(lower)])
@@ -455,12 +355,7 @@ def fuse_calls(draw, families=FAMILIES, bad_rate=8, combination=None, mistakes=T
     if sometimes(draw, 4):
         kw["limit"] = pick(draw, [2, 1, 5, 0, 10**30])
     if sometimes(draw, 5):
-        kw["min_score"] = draw(
-            st.one_of(
-                st.floats(-2, 2),
-                st.sampled_from([0.0, -0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 1 / 61, 5e-324]),
-            )
-        )
+        kw["min_score"] = draw(MIN_SCORES)
 
     # boost: over some pooled keys, equal-but-different keys and keys that are not fused
     if sometimes(draw, 4):
@@ -516,7 +411,7 @@ def with_one_bad_argument(draw, lists, kw):
         kw["scores"] = pick(draw, options)
     elif n:
         lists = list(lists)
-        lists[draw(st.integers(0, n - 1))] = pick(draw, ["ab", b"ab", 3, None])
+        lists[below(draw, n)] = pick(draw, ["ab", b"ab", 3, None])
     else:
         lists = ["ab"]
     return lists, kw
@@ -556,7 +451,7 @@ def test_fuse_valid_calls_match_reference(call, data):
     if "min_score" not in kw and data.draw(st.booleans()):
         hits, exc = outcome(REF, *input_maker(lists, kw, outer)())
         if exc is None and hits:
-            kw = dict(kw, min_score=data.draw(st.sampled_from([h.score for h in hits])))
+            kw = dict(kw, min_score=pick(data.draw, [h.score for h in hits]))
     assert_same_outcome(input_maker(lists, kw, outer), tag)
 
 
@@ -573,25 +468,26 @@ def test_every_method_and_norm(method, norm, data):
 @given(st.data())
 def test_overflowing_scores_match_reference(data):
     """Huge raw scores, weights and boosts: sums, spans, squares and products that overflow."""
-    method, norm = data.draw(method_and_norm(mistakes=False))
-    n = data.draw(st.integers(1, 3))
-    lists = [data.draw(st.lists(st.sampled_from("abcd"), max_size=4)) for _ in range(n)]
-    huge = st.sampled_from([1.7e308, -1.7e308, 1e308, -1e308, 1e300, 5e-324, 0.0, 1.0])
+    draw = data.draw
+    method, norm = draw(method_and_norm(mistakes=False))
+    n = 1 + below(draw, 3)
+    lists = [picks(draw, "abcd", below(draw, 5)) for _ in range(n)]
+    huge = [1.7e308, -1.7e308, 1e308, -1e308, 1e300, 5e-324, 0.0, 1.0]
     kw: dict = {"method": method, "trace": True}
     if norm is not None:
         kw["norm"] = norm
     if ref.METHODS[method].kind == "score":
-        kw["scores"] = [data.draw(st.lists(huge, min_size=len(x), max_size=len(x))) for x in lists]
+        kw["scores"] = [picks(draw, huge, len(x)) for x in lists]
     if ref.METHODS[method].weighted:
         w = [1.7e308, 1e308, 5e-324, 1.0, 1e-300] + ([] if method in MEANS else [-1e308])
-        kw["weights"] = data.draw(st.lists(st.sampled_from(w), min_size=n, max_size=n))
+        kw["weights"] = picks(draw, w, n)
     if method == "rbc":
-        kw["phi"] = data.draw(st.sampled_from([0.5, 0.0]))
+        kw["phi"] = pick(draw, [0.5, 0.0])
     if method == "gmnz":
-        kw["gamma"] = data.draw(st.sampled_from([2.0, 1100.0, 0.5]))
-    if data.draw(st.booleans()):
-        kw["boost"] = {k: data.draw(huge) for k in "abc"}
-        kw["boost_weight"] = data.draw(st.sampled_from([1e308, 1.0, -1e308]))
+        kw["gamma"] = pick(draw, [2.0, 1100.0, 0.5])
+    if sometimes(draw, 2):
+        kw["boost"] = {k: pick(draw, huge) for k in "abc"}
+        kw["boost_weight"] = pick(draw, [1e308, 1.0, -1e308])
     assert_same_outcome(lambda: (lists, dict(kw)), f"{method} / {norm}")
 
 
@@ -611,17 +507,15 @@ def signed_zero_only(a: dict, b: dict, method: str) -> bool:
 @st.composite
 def permutable_calls(draw):
     """A valid call on comparable keys, and a permutation of its lists."""
-    method, norm = draw(method_and_norm())
-    if ref.METHODS[method].kind == "rank" or ref.METHODS[method].norm is not None:
-        norm = None
+    method, norm = draw(method_and_norm(mistakes=False))
     families = [f for f in FAMILIES if f[0] in ("str", "int", "tuple")]
     lists, kw, _outer, _tag = draw(fuse_calls(families, combination=(method, norm), mistakes=False))
     for name in ("offset", "limit", "min_score", "tie_break", "trace"):
         kw.pop(name, None)
     n = len(lists)
     # valid per-list arguments, to permute alongside
-    if reads_scores(method, norm):
-        kw["scores"] = draw(score_lists(lists))
+    if "scores" in kw:
+        kw["scores"] = list(kw["scores"])
     if "weights" in kw:
         kw["weights"] = [float(w) for w in kw["weights"]]
     if "lower_is_better" in kw:
@@ -663,10 +557,10 @@ def test_permuting_the_lists_keeps_every_score(impl, call, data):
 
     # tie_break="key": the whole output, with a page and a min_score
     paged = dict(kw, tie_break="key")
-    paged["offset"] = data.draw(st.sampled_from([0, 0, 1, 2]))
-    paged["limit"] = data.draw(st.sampled_from([None, 1, 3]))
-    if base and data.draw(st.booleans()):
-        paged["min_score"] = data.draw(st.sampled_from([h.score for h in base]))
+    paged["offset"] = pick(data.draw, [0, 0, 1, 2])
+    paged["limit"] = pick(data.draw, [None, 1, 3])
+    if base and sometimes(data.draw, 2):
+        paged["min_score"] = pick(data.draw, [h.score for h in base])
     first = fuse(lists, **paged)
     other_lists, other_paged = permuted(lists, paged, order)
     second = fuse(other_lists, **other_paged)
@@ -785,9 +679,9 @@ def test_known_issue_tolerances_are_narrow():
     assert not signed_zero_only({1: bits(0.0)}, {1: bits(-0.0)}, "sum")
     assert not signed_zero_only({1: bits(1.0)}, {1: bits(-1.0)}, "max")
     assert not condorcet_weight_sum_overflow(
-        {"method": "sum"}, ValueError("the fused score of key 'a' is not finite (inf)"), None
+        "sum", ValueError("the fused score of key 'a' is not finite (inf)"), None
     )
     assert not condorcet_weight_sum_overflow(
-        {"method": "condorcet"}, ValueError("weights[0] must be finite, got inf"), None
+        "condorcet", ValueError("weights[0] must be finite, got inf"), None
     )
     assert math.copysign(1, -0.0) < 0  # the probe above is meaningful on this platform
