@@ -7,9 +7,9 @@ boosts and traces. Both must return the same keys (the same objects), in the sam
 bit-identical scores and trace fields (raw and normalised scores, contributions, factor, divisor,
 boost); or both must raise the same exception type with the same message.
 
-The strategy draws the method and the norm first and builds arguments for them, each argument
-sometimes deliberately wrong, so that every combination is reached often; ``event()`` records
-the method and the combination (``--hypothesis-show-statistics`` prints them).
+The strategy takes the method and the norm first and builds arguments for them, each argument
+sometimes deliberately wrong; the main property runs once per (method, norm) pair, valid or not,
+so that every pair gets its share of the examples.
 
 CI runs the two main properties (this file's and test_differential_fuse_batch.py's) with
 RANKFUSION_MAX_EXAMPLES (see .ci/run, "fusion methods differential").
@@ -33,18 +33,20 @@ from _fusion_cases import (
     BIG_GAMMAS,
     BOOST_VALUES,
     BOOST_WEIGHTS,
+    COMBINATIONS,
     GAMMAS,
     K_VALUES,
     KNOWN_ISSUES,
     MEANS,
-    METHODS,
-    NORMS,
     PHIS,
     SCORE_SHAPES,
     SIGMAS,
+    VALID,
     WEIGHTS,
     below,
+    combination_id,
     condorcet_weight_sum_overflow,
+    examples_for,
     method_and_norm,
     pick,
     picks,
@@ -269,8 +271,9 @@ def score_lists(draw, lists):
 
 
 @st.composite
-def fuse_calls(draw, families=FAMILIES, bad_rate=8, combination=None, mistakes=True):
-    """(lists, kwargs, outer, tag): a call of ``fuse`` built for a method and norm drawn first.
+def fuse_calls(draw, families=FAMILIES, bad_rate=8, combination=None, mistakes=True, method=None):
+    """(lists, kwargs, outer, tag): a call of ``fuse`` built for a method and norm drawn first
+    (or given: ``combination``, or ``method`` and a norm drawn for it).
 
     With ``mistakes``, each method argument is now and then given where it is not used, missing
     where it is needed, or out of range, and one time in ``bad_rate`` one more argument gets a
@@ -434,13 +437,18 @@ def input_maker(lists, kw, outer):
 # --- the properties ------------------------------------------------------------------------------
 
 
-@given(fuse_calls())
-def test_fuse_matches_reference(call):
-    """The main property: any method and norm, valid or not, with a bad argument now and then."""
-    lists, kw, outer, tag = call
-    event(f"method: {tag.split(' / ')[0]}")
-    event(f"combination: {tag}")
-    assert_same_outcome(input_maker(lists, kw, outer), tag)
+@pytest.mark.parametrize("method, norm", COMBINATIONS, ids=combination_id)
+def test_fuse_matches_reference(method, norm):
+    """The main property, for every method and norm (each pair its share of the examples):
+    valid or not, with a bad argument now and then."""
+
+    @settings(max_examples=examples_for(method, norm, settings().max_examples))
+    @given(fuse_calls(combination=(method, norm)))
+    def check(call):
+        lists, kw, outer, tag = call
+        assert_same_outcome(input_maker(lists, kw, outer), tag)
+
+    check()
 
 
 @given(fuse_calls(families=[f for f in FAMILIES if f[0] != "mixed"], mistakes=False), st.data())
@@ -455,12 +463,11 @@ def test_fuse_valid_calls_match_reference(call, data):
     assert_same_outcome(input_maker(lists, kw, outer), tag)
 
 
-@pytest.mark.parametrize("norm", (None,) + NORMS)
-@pytest.mark.parametrize("method", METHODS)
-@settings(max_examples=max(5, settings().max_examples // 60))  # 220 combinations
+@pytest.mark.parametrize("method, norm", VALID, ids=combination_id)
+@settings(max_examples=max(5, settings().max_examples // 60))
 @given(data=st.data())
-def test_every_method_and_norm(method, norm, data):
-    """Each combination on its own, so that none depends on the draw of the main property."""
+def test_every_valid_method_and_norm(method, norm, data):
+    """Each valid pair with valid arguments only: what fails is the data."""
     lists, kw, outer, tag = data.draw(fuse_calls(combination=(method, norm), mistakes=False))
     assert_same_outcome(input_maker(lists, kw, outer))
 

@@ -15,6 +15,7 @@ CI runs the main property with RANKFUSION_MAX_EXAMPLES (.ci/run, "fusion methods
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from _fusion_cases import (
     BAD_GAMMAS,
     BAD_PHIS,
@@ -23,6 +24,7 @@ from _fusion_cases import (
     BIG_GAMMAS,
     BOOST_VALUES,
     BOOST_WEIGHTS,
+    COMBINATIONS,
     GAMMAS,
     K_VALUES,
     MEANS,
@@ -31,7 +33,9 @@ from _fusion_cases import (
     SIGMAS,
     WEIGHTS,
     below,
+    combination_id,
     condorcet_weight_sum_overflow,
+    examples_for,
     method_and_norm,
     pick,
     picks,
@@ -39,7 +43,7 @@ from _fusion_cases import (
     reference_arithmetic_error,
     sometimes,
 )
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import rankfusion
@@ -167,14 +171,15 @@ def score_matrix(draw, ids, pad, shape_name, dtype, bad_real):
 
 
 @st.composite
-def batch_calls(draw, mistakes=True, interior_pads=True):
+def batch_calls(draw, mistakes=True, interior_pads=True, combination=None):
     """(ids, scores, kwargs, positional, method, n_real): a ``fuse_batch`` call for a method and
-    norm drawn first; with ``mistakes``, now and then a bad argument or a bad score."""
+    norm drawn first (or given: ``combination``); with ``mistakes``, now and then a bad argument
+    or a bad score."""
 
     def mistake(one_in: int) -> bool:
         return mistakes and sometimes(draw, one_in)
 
-    method, norm = draw(method_and_norm(mistakes))
+    method, norm = combination or draw(method_and_norm(mistakes))
     m = rankfusion.reference.METHODS[method]
     n_lists = pick(draw, [2, 1, 3, 2, 4, 2, 3, 0])
     n_queries = pick(draw, [2, 1, 3, 5, 2, 4, 3, 0])
@@ -302,20 +307,25 @@ def copies(ids, scores):
     return [copy(a) for a in ids], None if scores is None else [copy(s) for s in scores]
 
 
-@given(batch_calls())
-def test_fuse_batch_matches_reference(call):
-    """The main property: any method and norm, valid or not."""
-    ids, scores, kw, positional, method, _ = call
-    event(f"method: {method}")
-    event(f"combination: {method} / {kw.get('norm')}")
-    before = copies(ids, scores)
-    want = run(REF, ids, scores, kw, positional)
-    got = run(CORE, ids, scores, kw, positional)
-    assert_same_outcome(got, want, method)
-    after = copies(ids, scores)
-    for x, y in zip(before[0] + (before[1] or []), after[0] + (after[1] or [])):
-        if isinstance(x, np.ndarray):  # no input is modified
-            assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+@pytest.mark.parametrize("method, norm", COMBINATIONS, ids=combination_id)
+def test_fuse_batch_matches_reference(method, norm):
+    """The main property, for every method and norm (each pair its share of the examples):
+    valid or not."""
+
+    @settings(max_examples=examples_for(method, norm, settings().max_examples))
+    @given(batch_calls(combination=(method, norm)))
+    def check(call):
+        ids, scores, kw, positional, method, _ = call
+        before = copies(ids, scores)
+        want = run(REF, ids, scores, kw, positional)
+        got = run(CORE, ids, scores, kw, positional)
+        assert_same_outcome(got, want, method)
+        after = copies(ids, scores)
+        for x, y in zip(before[0] + (before[1] or []), after[0] + (after[1] or [])):
+            if isinstance(x, np.ndarray):  # no input is modified
+                assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+    check()
 
 
 @given(batch_calls(mistakes=False))
