@@ -174,11 +174,21 @@ WEIGHTED = VALID + COMBINATIONS
 
 def examples_for(method: str, norm, max_examples: int) -> int:
     """The main properties run once per (method, norm) pair, so that each pair gets its share of
-    the examples (Hypothesis does not draw uniformly from hundreds of choices): a valid pair
-    twice an invalid pair's share of ``max_examples``, rounded up (so the shares add up to at
-    least ``max_examples``)."""
-    share = 2 if (method, norm) in VALID else 1
-    return max(1, math.ceil(max_examples * share / len(WEIGHTED)))
+    the examples (Hypothesis does not draw uniformly from hundreds of choices). Every method gets
+    an equal share of ``max_examples``; a method's invalid pairs (an error at once) get a fifth
+    of it between them, its valid pairs the rest. Rounded up: the shares add up to at least
+    ``max_examples``."""
+    pairs = [n for m, n in COMBINATIONS if m == method]
+    valid = [n for m, n in VALID if m == method]
+    share = max_examples / len(METHODS)
+    if len(valid) < len(pairs):
+        if (method, norm) in VALID:
+            share = share * 4 / 5 / len(valid)
+        else:
+            share = share / 5 / (len(pairs) - len(valid))
+    else:
+        share = share / len(valid)
+    return max(1, math.ceil(share))
 
 
 def combination_id(value) -> str:
