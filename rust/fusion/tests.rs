@@ -201,6 +201,26 @@ fn bad_values_are_errors_not_panics() {
 }
 
 #[test]
+fn lower_is_better_needs_one_flag_per_list() {
+    // One flag short: the engine would read a flag for the second list that is not there.
+    let p = Params {
+        method: Method::Min,
+        lower_is_better: Some(vec![true]),
+        ..params()
+    };
+    assert_eq!(
+        p.plan(2).unwrap_err().problem,
+        Problem::Invalid {
+            argument: "lower_is_better".into(),
+            message: "lower_is_better has 1 values for 2 lists".into(),
+        }
+    );
+    assert!(p.plan(1).is_ok());
+    let lists: [&[&str]; 2] = [&["a"], &["b"]];
+    assert!(rrf(&lists, &p).is_err());
+}
+
+#[test]
 fn empty_input_gives_no_hits() {
     let none: [&[&str]; 0] = [];
     assert!(rrf(&none, &params()).unwrap().is_empty());
