@@ -89,10 +89,16 @@ impl ListNorm {
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
 fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
+    // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
+    // `f64::max` may return either of two equal zeros.)
     let (mut low, mut high) = (values[0], values[0]);
     for &v in values.iter() {
-        low = low.min(v);
-        high = high.max(v);
+        if v < low {
+            low = v;
+        }
+        if v > high {
+            high = v;
+        }
     }
     Ok(match norm {
         Norm::None | Norm::Rank | Norm::Borda => ListNorm::Identity,
