@@ -1,6 +1,6 @@
-"""Scores that overflow inside a method's own arithmetic (a factor, an exponential): the core and
-the reference agree, as docs/semantics.md states it. A score that is not finite is a ValueError
-naming the key, whatever the method."""
+"""Scores that overflow inside a method's own arithmetic (a factor, an exponential), and a sum that
+overflows but is not the score: the core and the reference agree, as docs/semantics.md states it.
+A score that is not finite is a ValueError naming the key, whatever the method."""
 
 from __future__ import annotations
 
@@ -41,3 +41,9 @@ def test_geometric_mean_that_overflows(fuse):
             scores=[[MAX], [MAX]],
         )
 
+
+def test_condorcet_scores_wins_whatever_the_weights(fuse):
+    # The weights of the lists holding "a" add up to inf, but a Condorcet score is one plus the
+    # number of keys beaten: "a" beats "b" (inf > 0.0), "b" beats nothing.
+    hits = fuse([["a", "b"], ["a"]], method="condorcet", weights=[1.7e308, 1.7e308])
+    assert [(h.key, h.score) for h in hits] == [("a", 2.0), ("b", 1.0)]

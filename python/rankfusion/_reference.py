@@ -828,6 +828,8 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.contribution for c in kept)
             score = 0.0 if not kept else canonical_sum(c.weight for c in kept) / divisor
+        elif method == "condorcet":
+            score = 0.0  # its wins, counted below once every key is scored
         elif factor is not None:
             score = total * factor
         elif divisor is not None:
