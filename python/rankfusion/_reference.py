@@ -660,6 +660,16 @@ def _power(x: float, n: int) -> float:
     return result
 
 
+def _ieee(f: Callable[..., float], *args: float) -> float:
+    """``f(*args)`` overflowing to inf as IEEE-754 arithmetic does, where Python's ``**`` and
+    ``math.exp`` raise OverflowError: an overflowing score is then the ValueError naming the key
+    that every other score that is not finite is."""
+    try:
+        return f(*args)
+    except OverflowError:
+        return math.inf
+
+
 def _median(values: list) -> float:
     values = sorted(values)
     half = len(values) // 2
@@ -830,7 +840,7 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
         elif method == "anz":
             divisor = float(p)
         elif method == "gmnz":
-            factor = float(p) ** o.gamma
+            factor = _ieee(pow, float(p), o.gamma)
         elif method == "wmnz":
             factor = canonical_sum(weights[i] for i in present)
         elif method == "mixed":
@@ -852,11 +862,13 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
         elif method == "geometric_mean":  # values <= 0 are skipped
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.weight for c in kept)
-            score = 0.0 if not kept else math.exp(total / divisor)
+            score = 0.0 if not kept else _ieee(math.exp, total / divisor)
         elif method == "harmonic_mean":  # values <= 0 are skipped
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.contribution for c in kept)
             score = 0.0 if not kept else canonical_sum(c.weight for c in kept) / divisor
+        elif method == "condorcet":
+            score = 0.0  # its wins, counted below once every key is scored
         elif factor is not None:
             score = total * factor
         elif divisor is not None:

@@ -89,9 +89,10 @@ impl ListNorm {
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
 fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
+    // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
+    // `f64::max` may return either of two equal zeros.)
     let (mut low, mut high) = (values[0], values[0]);
     for &v in values.iter() {
-        // The first of equal values wins (-0.0 vs 0.0), as Python's min and max.
         if v < low {
             low = v;
         }

@@ -519,6 +519,7 @@ fn items_offset(py: Python<'_>) -> PyResult<usize> {
 /// # Safety
 /// `obj` must be a record made by [`Spec::make`] (so [`items_offset`] has run).
 unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
+    // SAFETY: `offset` is where a tuple's items start, inside the record's allocation.
     let offset = OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed);
     obj.cast::<u8>().add(offset).cast()
 }
@@ -545,6 +546,8 @@ static OFFSET_CACHE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicU
 /// # Safety
 /// Called by Python on a record of `N` fields whose last reference is gone.
 unsafe extern "C" fn dealloc<const N: usize>(obj: *mut ffi::PyObject) {
+    // SAFETY (of every operation below): `obj` is a live record of `N` fields, GC-tracked, made
+    // by `Spec::make`; its fields are NULL or owned references.
     let ty = ffi::Py_TYPE(obj);
     ffi::PyObject_GC_UnTrack(obj.cast());
     let items = record_items(obj);
@@ -563,6 +566,8 @@ unsafe extern "C" fn dealloc<const N: usize>(obj: *mut ffi::PyObject) {
     if spec.is_some_and(|s| s.free.push(obj as usize)) {
         return;
     }
+    // SAFETY: the Py_tp_free slot of a type is always set (inherited from object at worst) and
+    // holds a `freefunc`.
     let free: ffi::freefunc = std::mem::transmute(ffi::PyType_GetSlot(ty, ffi::Py_tp_free));
     free(obj.cast());
     ffi::Py_DECREF(ty.cast());
@@ -577,6 +582,7 @@ unsafe extern "C" fn traverse<const N: usize>(
     visit: ffi::visitproc,
     arg: *mut std::ffi::c_void,
 ) -> std::ffi::c_int {
+    // SAFETY: `obj` is a record of `N` fields, each NULL or a live object, as `visit` needs.
     let items = record_items(obj);
     for i in 0..N {
         let item = *items.add(i);
@@ -631,6 +637,8 @@ unsafe extern "C" fn richcompare_as_tuple(
 /// # Safety
 /// Called by Python on a record, GIL held.
 unsafe extern "C" fn hash(obj: *mut ffi::PyObject) -> ffi::Py_hash_t {
+    // SAFETY: `obj` is a live record (a tuple), GIL held; `plain` is a new reference or NULL with
+    // an exception set, released once hashed.
     let plain = ffi::PySequence_Tuple(obj);
     if plain.is_null() {
         return -1;
