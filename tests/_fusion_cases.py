@@ -1,12 +1,9 @@
-"""What the fusion-method differential tests share: the argument values they draw, the draw of a
-method and its norm, and the known disagreements between the core and the reference (each
-reproduced by an xfail(strict=True) test in test_differential_fuse.py, and tolerated by the
-properties, exactly, while its name is in KNOWN_ISSUES)."""
+"""What the fusion-method differential tests share: the argument values they draw and the draw of
+a method and its norm."""
 
 from __future__ import annotations
 
 import math
-import re
 from fractions import Fraction
 
 import numpy as np
@@ -17,58 +14,6 @@ from rankfusion import reference as ref
 METHODS = tuple(ref.METHODS)
 NORMS = ref.NORMS
 MEANS = ("arithmetic_mean", "geometric_mean", "harmonic_mean")
-
-# --- known disagreements -------------------------------------------------------------------------
-# Each is reproduced by an xfail(strict=True) test in test_differential_fuse.py; the properties
-# tolerate exactly that disagreement while its name is in this set. Remove the name once the
-# reproducer passes (strict: it then fails, as a reminder).
-KNOWN_ISSUES = {
-    # The reference raises OverflowError / ZeroDivisionError / ValueError("math domain error")
-    # where a fused or normalised score overflows; the core raises the documented ValueError.
-    "reference-arithmetic-errors",
-    # max / min / med return one of the values unchanged: 0.0 or -0.0 depending on list order.
-    "signed-zero-max-min-med",
-    # condorcet: the reference checks the sum of a key's list weights (its trace's contributions)
-    # for overflow, though the score is 1 + wins; the core does not.
-    "condorcet-weight-sum-overflow",
-    # The reference's bordafuse traces its points |C| - rank + 1 as an int (normalized=3, not 3.0).
-    "reference-bordafuse-int-points",
-}
-
-
-ROW = re.compile(r"^row \d+: ")  # what a batch puts before a row's error
-
-
-def reference_arithmetic_error(want_exc, got_exc) -> bool:
-    """The reference failed in the arithmetic itself where the core reports a non-finite score."""
-    if "reference-arithmetic-errors" not in KNOWN_ISSUES:
-        return False
-    arithmetic = isinstance(want_exc, (OverflowError, ZeroDivisionError)) or (
-        type(want_exc) is ValueError and ROW.sub("", str(want_exc)) == "math domain error"
-    )
-    got = ROW.sub("", str(got_exc))
-    return (
-        arithmetic
-        and type(got_exc) is ValueError
-        and got.startswith(("the fused score of key ", "the normalized score of key "))
-        and got.endswith(")")
-        and " is not finite (" in got
-    )
-
-
-def condorcet_weight_sum_overflow(method, want_exc, got_exc) -> bool:
-    """The reference raised on the overflowing sum of a condorcet key's weights; the core did not."""
-    return (
-        "condorcet-weight-sum-overflow" in KNOWN_ISSUES
-        and method == "condorcet"
-        and type(want_exc) is ValueError
-        and ROW.sub("", str(want_exc)).startswith("the fused score of key ")
-        and got_exc is None
-    )
-
-
-# --- comparison ---------------------------------------------------------------------------------
-
 
 # --- argument values ------------------------------------------------------------------------------
 

@@ -17,7 +17,6 @@ RANKFUSION_MAX_EXAMPLES (see .ci/run, "fusion methods differential").
 
 from __future__ import annotations
 
-import math
 import struct
 from fractions import Fraction
 
@@ -36,7 +35,6 @@ from _fusion_cases import (
     COMBINATIONS,
     GAMMAS,
     K_VALUES,
-    KNOWN_ISSUES,
     MEANS,
     METHODS,
     PHIS,
@@ -46,13 +44,11 @@ from _fusion_cases import (
     WEIGHTS,
     below,
     combination_id,
-    condorcet_weight_sum_overflow,
     examples_for,
     method_and_norm,
     pick,
     picks,
     reads_scores,
-    reference_arithmetic_error,
     sometimes,
 )
 from hypothesis import event, given, settings
@@ -101,12 +97,6 @@ def assert_optional_float(got, want, what) -> None:
 
 def assert_plain(got, want, what) -> None:
     """to_dict() output: the same keys in the same order, floats by bits."""
-    if (
-        "reference-bordafuse-int-points" in KNOWN_ISSUES
-        and what.endswith("['normalized']")
-        and type(want) is int
-    ):
-        want = float(want)
     if isinstance(want, dict):
         assert type(got) is dict and list(got) == list(want), f"{what}: {got!r} != {want!r}"
         for name in want:
@@ -164,17 +154,10 @@ def assert_same_outcome(make_input, tag=None) -> None:
     """Calls the reference and the core on fresh copies of the input and compares everything."""
     want, want_exc = outcome(REF, *make_input())
     got, got_exc = outcome(CORE, *make_input())
-    kw = make_input()[1]
     if tag is not None:
         kind = f"raises {type(want_exc).__name__}" if want_exc else f"{min(len(want), 3)}+ hits"
         event(f"outcome: {kind}")
     if want_exc is not None:
-        if reference_arithmetic_error(want_exc, got_exc):
-            event("known issue: reference-arithmetic-errors")
-            return
-        if condorcet_weight_sum_overflow(kw.get("method"), want_exc, got_exc):
-            event("known issue: condorcet-weight-sum-overflow")
-            return
         assert got_exc is not None, f"the reference raised {want_exc!r}; the core returned {got!r}"
         assert type(got_exc) is type(want_exc) and str(got_exc) == str(want_exc), (
             f"core raised {got_exc!r}; the reference raised {want_exc!r}"
@@ -502,16 +485,6 @@ def test_overflowing_scores_match_reference(data):
 # --- permutation invariance ---------------------------------------------------------------------
 
 
-def signed_zero_only(a: dict, b: dict, method: str) -> bool:
-    """The two {key: score bits} maps differ only in the sign of zero scores of max/min/med."""
-    if "signed-zero-max-min-med" not in KNOWN_ISSUES or method not in ("max", "min", "med"):
-        return False
-    if a.keys() != b.keys():
-        return False
-    zeros = {bits(0.0), bits(-0.0)}
-    return all(a[k] == b[k] or {a[k], b[k]} == zeros for k in a)
-
-
 @st.composite
 def permutable_calls(draw, method):
     """A valid call of ``method`` (any norm it takes) on comparable keys, and a permutation of its
@@ -558,9 +531,6 @@ def test_permuting_the_lists_keeps_every_score(impl, method, data):
         return
     a = {h.key: bits(h.score) for h in base}
     b = {h.key: bits(h.score) for h in moved}
-    if a != b and signed_zero_only(a, b, method):
-        event("known issue: signed-zero-max-min-med")
-        return
     assert a == b, (base, moved)
     assert len(base) == len(a)
 
@@ -576,7 +546,7 @@ def test_permuting_the_lists_keeps_every_score(impl, method, data):
     assert [(h.key, bits(h.score)) for h in first] == [(h.key, bits(h.score)) for h in second]
 
 
-# --- reproducers of the known disagreements -----------------------------------------------------
+# --- regressions: arithmetic at the float limits, signed zeros, condorcet, bordafuse's points ---
 
 
 def both(lists, **kw):
@@ -592,22 +562,22 @@ def both(lists, **kw):
 
 
 ARITHMETIC = [
-    pytest.param(  # float(p) ** gamma overflows: OverflowError (34, 'Numerical result ...')
+    pytest.param(  # p ** gamma overflows (Python's ** raises OverflowError)
         [["a"], ["a"]],
         dict(method="gmnz", gamma=1100.0, scores=[[1.0], [1.0]]),
         id="gmnz-pow-overflow",
     ),
-    pytest.param(  # math.exp of a weighted mean of logs above 709.78: OverflowError
+    pytest.param(  # exp of a weighted mean of logs above 709.78 (math.exp raises)
         [["a"]],
         dict(method="geometric_mean", weights=[5e-324], scores=[[1.7e308]]),
         id="geometric-mean-exp-overflow",
     ),
-    pytest.param(  # w / v underflows to 0.0, the sum of terms is 0.0: ZeroDivisionError
+    pytest.param(  # w / v underflows to 0.0, the sum of terms is 0.0 (Python's / raises)
         [["a"]],
         dict(method="harmonic_mean", weights=[5e-324], scores=[[1e308]]),
         id="harmonic-mean-zero-division",
     ),
-    pytest.param(  # Welford's m2 = -inf, math.sqrt(-inf): ValueError('math domain error')
+    pytest.param(  # Welford's m2 = -inf (math.sqrt raises)
         [["a", "b"]],
         dict(method="dbsf", scores=[[-1.7e308, 1.7e308]]),
         id="dbsf-sqrt-domain",
@@ -615,12 +585,6 @@ ARITHMETIC = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known issue reference-arithmetic-errors: the reference raises OverflowError, "
-    "ZeroDivisionError or ValueError('math domain error') where the core raises "
-    "ValueError('the fused/normalized score of key ... is not finite (...)')",
-)
 @pytest.mark.parametrize("lists, kw", ARITHMETIC)
 def test_overflow_is_the_same_error_in_both(lists, kw):
     want, got = both(lists, **kw)
@@ -635,11 +599,6 @@ def test_overflow_is_a_value_error_naming_the_key_in_the_core(lists, kw):
         CORE(lists, **kw)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known issue signed-zero-max-min-med: max/min/med return 0.0 or -0.0 depending on "
-    "the order of the lists (core and reference agree with each other)",
-)
 @pytest.mark.parametrize("impl", ["core", "reference"])
 @pytest.mark.parametrize("method", ["max", "min", "med"])
 def test_list_order_never_changes_the_sign_of_a_zero(impl, method):
@@ -650,25 +609,15 @@ def test_list_order_never_changes_the_sign_of_a_zero(impl, method):
     if method == "max":  # the largest value is a zero
         forward = fuse(three, method=method, scores=[[0.0], [-0.0], [-1.0]])
         backward = fuse(three, method=method, scores=[[-0.0], [0.0], [-1.0]])
-    assert bits(forward[0].score) == bits(backward[0].score)
+    assert bits(forward[0].score) == bits(backward[0].score) == bits(0.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known issue condorcet-weight-sum-overflow: the reference raises ValueError('the "
-    "fused score of key 'a' is not finite (inf)'), the core returns [Hit('a', 1.0)]",
-)
 def test_condorcet_with_weights_whose_sum_overflows():
     lists, kw = [["a"], ["a"]], dict(method="condorcet", weights=[1.7e308, 1.7e308])
     want, got = both(lists, **kw)
     assert got == want
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known issue reference-bordafuse-int-points: the reference traces bordafuse's "
-    "normalized value of a ranked key as an int",
-)
 def test_bordafuse_traces_a_float_normalized_value():
     (hit,) = REF([["a"]], method="bordafuse", trace=True)
     assert type(hit.contributions[0].normalized) is float
@@ -679,18 +628,3 @@ def test_core_bordafuse_traces_the_points_as_floats():
     (hit,) = CORE([["a"]], method="bordafuse", trace=True)
     assert type(hit.contributions[0].normalized) is float
     assert bits(hit.contributions[0].normalized) == bits(1.0)  # |C| - rank + 1 = 1 - 1 + 1
-
-
-def test_known_issue_tolerances_are_narrow():
-    """The tolerances above accept only their own disagreement."""
-    assert not reference_arithmetic_error(ValueError("x"), ValueError("the fused score of key"))
-    assert not reference_arithmetic_error(OverflowError("x"), TypeError("is not finite key"))
-    assert not signed_zero_only({1: bits(0.0)}, {1: bits(-0.0)}, "sum")
-    assert not signed_zero_only({1: bits(1.0)}, {1: bits(-1.0)}, "max")
-    assert not condorcet_weight_sum_overflow(
-        "sum", ValueError("the fused score of key 'a' is not finite (inf)"), None
-    )
-    assert not condorcet_weight_sum_overflow(
-        "condorcet", ValueError("weights[0] must be finite, got inf"), None
-    )
-    assert math.copysign(1, -0.0) < 0  # the probe above is meaningful on this platform

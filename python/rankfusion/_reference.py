@@ -723,7 +723,9 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
             delta = v - mean
             mean += delta / count
             m2 += delta * (v - mean)
-        sd = math.sqrt(m2 / (n - 1))
+        # Scores spanning the float range overflow m2 to -inf: a nan sd, a normalised score that
+        # is not finite (the ValueError naming the key).
+        sd = math.sqrt(m2 / (n - 1)) if m2 >= 0 else math.nan
         low, high = mean - 3 * sd, mean + 3 * sd
         return (lambda s: 0.5) if low == high else (lambda s: (s - low) / (high - low))
     raise AssertionError(norm)
@@ -817,7 +819,7 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             elif method in ("isr", "log_isr", "logn_isr"):
                 c = 1 / (rank * rank)
             elif method == "bordafuse":  # ranx's points: |C| - rank + 1; unranked, the mean left
-                v = n_keys - rank + 1 if rank else (n_keys - n_read[i] + 1) / 2
+                v = float(n_keys - rank + 1) if rank else (n_keys - n_read[i] + 1) / 2
                 c = w * v
             elif method == "condorcet":
                 c = w  # the list's vote
@@ -849,12 +851,14 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             factor = math.log(p)
         elif method == "logn_isr":
             factor = math.log(p + o.sigma)
+        # max, min and med: a zero is +0.0 (Python's max of 0.0 and -0.0 is whichever comes
+        # first, which would make the sign depend on the order of the lists).
         if method == "max":
-            score = max(values)
+            score = max(values) + 0.0
         elif method == "min":
-            score = min(values)
+            score = min(values) + 0.0
         elif method == "med":
-            score = _median(values)
+            score = _median(values) + 0.0
         elif method == "arithmetic_mean":  # negative values are skipped, zeros (and misses) kept
             kept = [c for c in contributions if c.normalized >= 0]
             divisor = canonical_sum(c.weight for c in kept)
@@ -866,7 +870,12 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
         elif method == "harmonic_mean":  # values <= 0 are skipped
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.contribution for c in kept)
-            score = 0.0 if not kept else canonical_sum(c.weight for c in kept) / divisor
+            if not kept:
+                score = 0.0
+            elif divisor == 0:  # every w / v underflowed to 0.0: inf, as IEEE-754 divides
+                score = math.inf
+            else:
+                score = canonical_sum(c.weight for c in kept) / divisor
         elif method == "condorcet":
             score = 0.0  # its wins, counted below once every key is scored
         elif factor is not None:

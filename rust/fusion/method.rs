@@ -407,12 +407,13 @@ impl Scored {
                     factor = p.sqrt();
                     total * factor
                 }
-                Method::Max => pick(|v, best| v > best),
-                Method::Min => pick(|v, best| v < best),
+                // A zero is +0.0 whatever the order of the lists (`+ 0.0`).
+                Method::Max => pick(|v, best| v > best) + 0.0,
+                Method::Min => pick(|v, best| v < best) + 0.0,
                 Method::Med => {
                     self.values.clear();
                     self.values.extend(mine.iter().map(|c| c.normalized));
-                    median(&mut self.values)
+                    median(&mut self.values) + 0.0
                 }
                 Method::ArithmeticMean => {
                     let (weights, _) = kept(&mut self.sums, &|c| c.normalized >= 0.0, &weight);
