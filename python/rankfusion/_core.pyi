@@ -389,11 +389,17 @@ def _parse_run_files(
 def _fuse_run_files(
     files: Sequence[_RunFile],
     *,
-    k: float,
-    weights: Optional[Sequence[float]],
-    window: Optional[int],
-    duplicates: str,
-    limit: Optional[int],
+    method: str = "rrf",
+    norm: Optional[str] = None,
+    k: float = 60,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    limit: Optional[int] = None,
+    lower_is_better: Optional[Sequence[bool]] = None,
+    phi: Optional[float] = None,
+    gamma: Optional[float] = None,
+    sigma: Optional[float] = None,
     tag: bytes,
 ) -> bytes:
     """The bytes ``write_run(fuse(runs, ...), tag=tag)`` writes for the runs ``files`` hold."""
