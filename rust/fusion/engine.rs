@@ -38,7 +38,7 @@ pub const DENSE_MAX_LISTS: usize = 8;
 /// read) ...
 const POLL_POSITIONS: usize = 1 << 12;
 /// ... and every this many keys scored or ranked.
-const POLL_KEYS: usize = 1 << 16;
+pub(super) const POLL_KEYS: usize = 1 << 16;
 
 /// `0..n` in consecutive ranges of `size`.
 fn blocks(n: usize, size: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
@@ -287,15 +287,18 @@ impl Workspace {
                 self.firsts.push(self.keys[key].first);
             }
         }
-        self.scored.score(&Scanned {
-            plan,
-            read: &self.read,
-            n_read: &self.n_read,
-            offsets: &self.entry_offsets,
-            entries: &self.entries,
-            firsts: &self.firsts,
-            scores,
-        })?;
+        self.scored.score(
+            &Scanned {
+                plan,
+                read: &self.read,
+                n_read: &self.n_read,
+                offsets: &self.entry_offsets,
+                entries: &self.entries,
+                firsts: &self.firsts,
+                scores,
+            },
+            cancel,
+        )?;
         self.scores.clear();
         self.scores.extend_from_slice(&self.scored.scores);
         Ok(())

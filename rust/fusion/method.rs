@@ -4,9 +4,11 @@
 //! for step, in the same order of floating-point operations (docs/semantics.md, "Fusion
 //! methods").
 
-use super::canonical_sum;
+use super::engine::POLL_KEYS;
 use super::params::{Method, Norm, Plan};
 use super::trace::Contribution;
+use super::{canonical_sum, canonical_sum_cancellable};
+use crate::cancel::{self, Cancel};
 use crate::error::{Error, KeyRef, Problem, Stage};
 
 /// The raw scores of the lists of one query: per list, None or its scores by position. An empty
@@ -87,7 +89,8 @@ impl ListNorm {
 
 /// The normalisation `norm` of one list whose counted raw scores (in list order, negated when
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
-fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
+/// `cancel` is polled by the sums of a long list (`Problem::Interrupted`).
+fn list_norm(norm: Norm, values: &mut [f64], cancel: &Cancel<'_>) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
     // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
     // `f64::max` may return either of two equal zeros.)
@@ -122,7 +125,7 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
         Norm::Sum => {
             // Welford's order is the list's; the sums are canonical (any order gives the bits).
             let mut shifted: Vec<f64> = values.iter().map(|&v| v - low).collect();
-            let total = canonical_sum(&mut shifted);
+            let total = canonical_sum_cancellable(&mut shifted, cancel)?;
             if total == 0.0 {
                 ListNorm::Constant(1.0 / n)
             } else {
@@ -134,9 +137,9 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
         }
         Norm::ZScore if high == low => ListNorm::Constant(0.0),
         Norm::ZScore => {
-            let mean = canonical_sum(&mut values.to_vec()) / n;
+            let mean = canonical_sum_cancellable(&mut values.to_vec(), cancel)? / n;
             let deviations: Vec<f64> = values.iter().map(|&v| v - mean).collect();
-            let sd = root_sum_squares(&deviations, n);
+            let sd = root_sum_squares(&deviations, n, cancel)?;
             if sd == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -144,7 +147,7 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
             }
         }
         Norm::L2 => {
-            let length = root_sum_squares(values, 1.0);
+            let length = root_sum_squares(values, 1.0, cancel)?;
             if length == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -179,17 +182,18 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
 /// sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a zero
 /// or infinite root of values that are not all zero), the same with every x divided by the
 /// largest |x| first, and the root multiplied by it (as the reference's `_root_sum_squares`).
-fn root_sum_squares(xs: &[f64], divisor: f64) -> f64 {
+/// `cancel` is polled by the sums of a long list (`Problem::Interrupted`).
+fn root_sum_squares(xs: &[f64], divisor: f64, cancel: &Cancel<'_>) -> Result<f64, Error> {
     let mut squares: Vec<f64> = xs.iter().map(|&x| x * x).collect();
-    let root = (canonical_sum(&mut squares) / divisor).sqrt();
+    let root = (canonical_sum_cancellable(&mut squares, cancel)? / divisor).sqrt();
     if (root == 0.0 || root.is_infinite()) && xs.iter().any(|&x| x != 0.0) {
         let top = xs
             .iter()
             .fold(0.0f64, |m, &x| if x.abs() > m { x.abs() } else { m });
         let mut scaled: Vec<f64> = xs.iter().map(|&x| (x / top) * (x / top)).collect();
-        return top * (canonical_sum(&mut scaled) / divisor).sqrt();
+        return Ok(top * (canonical_sum_cancellable(&mut scaled, cancel)? / divisor).sqrt());
     }
-    root
+    Ok(root)
 }
 
 /// The median of `values` (sorted in place, stably: equal values keep their order, as Python's
@@ -206,7 +210,7 @@ fn median(values: &mut [f64]) -> f64 {
 
 impl Scored {
     /// Scores every key of `q` by its method (anything but RRF, RBC and the ISR family).
-    pub fn score(&mut self, q: &Scanned<'_>) -> Result<(), Error> {
+    pub fn score(&mut self, q: &Scanned<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
         let plan = q.plan;
         let (method, norm) = (plan.params.method, plan.norm);
         let n_keys = q.offsets.len().saturating_sub(1);
@@ -248,11 +252,11 @@ impl Scored {
                 if positions.is_empty() {
                     continue;
                 }
-                positions.sort_unstable();
+                cancel::sort_unstable_by_key(positions, &|&p| p, cancel)?;
                 self.values.clear();
                 self.values
                     .extend(positions.iter().map(|&p| sign(list) * raw(list, p)));
-                self.norms[list] = list_norm(norm, &mut self.values)?;
+                self.norms[list] = list_norm(norm, &mut self.values, cancel)?;
             }
         }
 
@@ -260,6 +264,9 @@ impl Scored {
         let fill =
             norm == Norm::Borda || matches!(method, Method::Bordafuse | Method::ArithmeticMean);
         for key in 0..n_keys {
+            if key % POLL_KEYS == 0 {
+                cancel.check()?;
+            }
             let first = q.firsts[key];
             let key_ref = || KeyRef::at(first.0 as usize, first.1 as usize);
             let entries = &q.entries[q.offsets[key] as usize..q.offsets[key + 1] as usize];
