@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use crate::cancel::Cancel;
-use crate::error::Error;
+use crate::error::{Error, Problem};
 
 struct Pools {
     /// The process that created the pools: a fork changes the pid, and the child starts afresh.
@@ -88,8 +88,9 @@ pub fn run<R: Send>(n_threads: usize, f: impl FnOnce(bool) -> R + Send) -> R {
 /// calling thread, outside any pool, where they would reach rayon's global pool).
 ///
 /// Before each index the calling thread polls `cancel` and the pool's threads read its flag:
-/// once it is set no thread starts another index, and the call is `Err(Problem::Interrupted)`.
-pub fn map_indices<S, R: Send>(
+/// once it is set no thread starts another index, and the call is `Err(Problem::Interrupted)`
+/// (the results of the indices done are dropped on another thread: see [`free_later`]).
+pub fn map_indices<S, R: Send + 'static>(
     n_threads: usize,
     n: usize,
     cancel: &Cancel<'_>,
@@ -99,12 +100,15 @@ pub fn map_indices<S, R: Send>(
     let helpers = n_threads.min(n).saturating_sub(1);
     let Some(p) = (helpers > 0).then(|| pool(helpers)).flatten() else {
         let mut state = init();
-        return (0..n)
-            .map(|i| {
-                cancel.check()?;
-                Ok(work(&mut state, i))
-            })
-            .collect();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            if let Err(e) = cancel.check() {
+                free_later(out);
+                return Err(e);
+            }
+            out.push(work(&mut state, i));
+        }
+        return Ok(out);
     };
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(n));
@@ -135,8 +139,11 @@ pub fn map_indices<S, R: Send>(
         }
         claim_all(true);
     });
-    cancel.check_stopped()?;
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = cancel.check_stopped() {
+        free_later(done);
+        return Err(e);
+    }
     done.sort_unstable_by_key(|&(i, _)| i);
     Ok(done.into_iter().map(|(_, r)| r).collect())
 }
@@ -145,11 +152,11 @@ pub fn map_indices<S, R: Send>(
 /// while the calling thread polls `cancel` every [`crate::cancel::INTERVAL`] until `f` returns
 /// (`f` reads the flag, [`Cancel::stopped`], at its chunk boundaries); otherwise `f(false)` runs
 /// on the calling thread, which polls `cancel` itself.
-pub fn run_cancellable<R: Send>(
+pub fn run_cancellable<T: Send>(
     n_threads: usize,
     cancel: &Cancel<'_>,
-    f: impl FnOnce(bool) -> R + Send,
-) -> R {
+    f: impl FnOnce(bool) -> Result<T, Error> + Send,
+) -> Result<T, Error> {
     match (n_threads > 1).then(|| pool(n_threads)).flatten() {
         Some(p) => in_pool(&p, cancel, || f(true)),
         None => f(false),
@@ -158,7 +165,10 @@ pub fn run_cancellable<R: Send>(
 
 /// [`install`] for work that `cancel` may stop: `op` runs in the default pool while the calling
 /// thread polls `cancel` (as [`run_cancellable`]); `op` reads the flag at its chunk boundaries.
-pub fn install_cancellable<R: Send>(cancel: &Cancel<'_>, op: impl FnOnce() -> R + Send) -> R {
+pub fn install_cancellable<T: Send>(
+    cancel: &Cancel<'_>,
+    op: impl FnOnce() -> Result<T, Error> + Send,
+) -> Result<T, Error> {
     match pool(resolve_threads(None)) {
         Some(p) => in_pool(&p, cancel, op),
         None => op(),
@@ -166,28 +176,29 @@ pub fn install_cancellable<R: Send>(cancel: &Cancel<'_>, op: impl FnOnce() -> R 
 }
 
 /// `op` on a thread of `p`, the calling thread polling `cancel` until it is done.
-fn in_pool<R: Send>(p: &ThreadPool, cancel: &Cancel<'_>, op: impl FnOnce() -> R + Send) -> R {
-    let (send, receive) = mpsc::channel();
-    let out = p.in_place_scope(|scope| {
+fn in_pool<T: Send>(
+    p: &ThreadPool,
+    cancel: &Cancel<'_>,
+    op: impl FnOnce() -> Result<T, Error> + Send,
+) -> Result<T, Error> {
+    let mut out = None;
+    let slot = &mut out;
+    let (done, finished) = mpsc::channel::<()>();
+    p.in_place_scope(|scope| {
         scope.spawn(move |_| {
-            // The receiver outlives the scope: sending cannot fail.
-            let _ = send.send(op());
+            *slot = Some(op());
+            drop(done);
         });
-        loop {
-            match receive.recv_timeout(crate::cancel::INTERVAL) {
-                Ok(r) => return Some(r),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    cancel.poll();
-                }
-                // `op` panicked: the scope re-raises its panic once this closure returns.
-                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
-            }
+        // Until the job has ended: its sender is dropped then, whether `op` returned or not.
+        while let Err(mpsc::RecvTimeoutError::Timeout) =
+            finished.recv_timeout(crate::cancel::INTERVAL)
+        {
+            cancel.poll();
         }
     });
-    match out {
-        Some(r) => r,
-        None => unreachable!("in_place_scope re-raises the panic of its job"),
-    }
+    // No result only if `op` did not return, that is panicked: the scope has re-raised its
+    // panic then, so this is never reached without one.
+    out.unwrap_or_else(|| Err(Problem::Interrupted.into()))
 }
 
 /// Runs `op` in this process's pool of the default size (`resolve_threads(None)`): the parallel

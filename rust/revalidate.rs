@@ -145,7 +145,8 @@ fn check_count(n: usize, name: &str) -> Result<()> {
 /// entries per cell, where a table beats hashing.
 fn dense_range(ids: &[i64], pad: i64, cancel: &Cancel<'_>) -> Result<Option<(i64, usize)>> {
     let (lo, hi) = pool::install_cancellable(cancel, || {
-        ids.par_chunks(PIECE)
+        let range = ids
+            .par_chunks(PIECE)
             .map(|piece| {
                 let none = (i64::MAX, i64::MIN);
                 if cancel.stopped() {
@@ -159,9 +160,9 @@ fn dense_range(ids: &[i64], pad: i64, cancel: &Cancel<'_>) -> Result<Option<(i64
             .reduce(
                 || (i64::MAX, i64::MIN),
                 |(a, b), (c, d)| (a.min(c), b.max(d)),
-            )
-    });
-    cancel.check()?;
+            );
+        cancel.check_stopped().map(|()| range)
+    })?;
     if lo > hi {
         return Ok(None); // only pads
     }
@@ -375,12 +376,16 @@ pub fn compact<S: Copy + Into<f64> + Sync>(
     limit: Option<usize>,
     cancel: &Cancel<'_>,
 ) -> Result<Compacted> {
-    let out = pool::install_cancellable(cancel, || compact_rows(batch, plan, live, limit, cancel));
-    if let Err(e) = cancel.check() {
-        pool::free_later(out);
-        return Err(e);
-    }
-    Ok(out)
+    pool::install_cancellable(cancel, || {
+        let out = compact_rows(batch, plan, live, limit, cancel);
+        match cancel.check_stopped() {
+            Ok(()) => Ok(out),
+            Err(e) => {
+                pool::free_later(out);
+                Err(e)
+            }
+        }
+    })
 }
 
 fn compact_rows<S: Copy + Into<f64> + Sync>(

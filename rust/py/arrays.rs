@@ -140,6 +140,13 @@ impl IdArray<'_> {
         IdMatrix::new(data, self.rows, self.cols)
             .ok_or_else(|| PyRuntimeError::new_err("an id array does not match its shape"))
     }
+
+    /// Drops the array, a copy on another thread (see `crate::pool::free_later`).
+    pub fn free_later(self) {
+        if let Ids::Copied(copy) = self.ids {
+            crate::pool::free_later(copy);
+        }
+    }
 }
 
 /// A copy of `ids`, in a buffer marked for huge pages (see `crate::memory`): fresh memory

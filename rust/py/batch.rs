@@ -23,6 +23,7 @@ use super::rrf::query_plan;
 use super::signals::Signals;
 use crate::batch::{self, Extra, Output};
 use crate::fusion::{params, Hasher, Params};
+use crate::pool;
 
 /// `lists`: 2-D id arrays with the same number of rows.
 fn id_arrays<'py>(lists: &Bound<'py, PyAny>, name: &str) -> PyResult<Vec<IdArray<'py>>> {
@@ -75,7 +76,7 @@ fn boost_ids(boost: &Bound<'_, PyDict>) -> PyResult<HashMap<i64, f64, Hasher>> {
 fn fuse_rows<'py>(
     py: Python<'py>,
     arrays: Vec<IdArray<'py>>,
-    scores: &[Option<Vec<f64>>],
+    scores: Vec<Option<Vec<f64>>>,
     pad: i64,
     params: &Params,
     boost: Option<&HashMap<i64, f64, Hasher>>,
@@ -93,14 +94,24 @@ fn fuse_rows<'py>(
         scores: &score_slices,
         boost,
     };
-    let signals = Signals::new();
+    let signals = Signals::new(py)?;
     let cancel = signals.cancel();
     let fused =
         py.detach(|| batch::fuse_batch(&matrices, extra, &plan, pad, trace, n_threads, &cancel));
+    drop(matrices);
+    if fused.is_err() {
+        // The call raises at once: its copies of the input, up to gigabytes, are freed on
+        // another thread.
+        for a in arrays {
+            a.free_later();
+        }
+        pool::free_later(scores);
+    } else {
+        drop(arrays);
+        drop(scores);
+    }
     signals.raise()?;
     let fused = fused.map_err(|e| core_error(py, e, None))?;
-    drop(matrices);
-    drop(arrays);
 
     let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
     let ids = new_array(py, "empty", &[q, w], "int64")?.cast_into::<PyArray2<i64>>()?;
@@ -162,6 +173,11 @@ fn fuse_rows<'py>(
                 .map_err(slice)?,
         };
         let written = py.detach(|| fused.write(out, &cancel));
+        if written.is_err() {
+            pool::free_later(fused); // as the copies above
+        } else {
+            drop(fused);
+        }
         signals.raise()?;
         written.map_err(|e| core_error(py, e, None))?;
     }
@@ -232,7 +248,17 @@ pub fn rrf_batch<'py>(
     )?;
     let trace = trace.or(false, |v| flag(v, "trace"))?;
     let n_threads = thread_count(threads)?;
-    fuse_rows(py, arrays, &[], pad, &params, None, trace, n_threads, false)
+    fuse_rows(
+        py,
+        arrays,
+        Vec::new(),
+        pad,
+        &params,
+        None,
+        trace,
+        n_threads,
+        false,
+    )
 }
 
 /// `fuse` of Q queries at once: row q of the result is `fuse` of row q of every list, bit for
@@ -346,7 +372,7 @@ pub fn fuse_batch<'py>(
     fuse_rows(
         py,
         arrays,
-        &score_data,
+        score_data,
         pad,
         &params,
         boost.as_ref(),

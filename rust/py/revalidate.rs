@@ -430,7 +430,7 @@ fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
     is_live: &Bound<'py, PyAny>,
     limit: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let signals = Signals::new();
+    let signals = Signals::new(py)?;
     let cancel = signals.cancel();
     let plan = py.detach(|| batch.plan(&cancel));
     signals.raise()?;

@@ -80,7 +80,7 @@ fn parse_run<'py>(
     duplicates: ReadDuplicates,
 ) -> PyResult<Bound<'py, PyList>> {
     let bytes = data.as_bytes();
-    let signals = Signals::new();
+    let signals = Signals::new(py)?;
     let cancel = signals.cancel();
     let queries =
         py.detach(|| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel));
@@ -311,21 +311,24 @@ fn parse_run_files<'py>(
         )));
     }
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
-    let signals = Signals::new();
+    let signals = Signals::new(py)?;
     let cancel = signals.cancel();
     let parse =
         |bytes: &&[u8]| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel);
-    let parsed: Vec<Result<Vec<RunQuery>, Error>> = py.detach(|| {
+    let parsed = py.detach(|| {
         let threads = pool::resolve_threads(None).min(slices.len());
         pool::run_cancellable(threads, &cancel, |parallel| {
-            if parallel {
+            let parsed: Vec<Result<Vec<RunQuery>, Error>> = if parallel {
                 slices.par_iter().map(parse).collect()
             } else {
                 slices.iter().map(parse).collect()
-            }
+            };
+            // A stopped parse is the call's error, not a file's.
+            cancel.check_stopped().map(|()| parsed)
         })
     });
     signals.raise()?;
+    let parsed = parsed.map_err(|e| core_error(py, e, None))?;
     let mut parsed = parsed.into_iter();
     new_list(py, datas.len(), |i| match parsed.next() {
         Some(Ok(queries)) => Ok(Bound::new(
@@ -414,7 +417,7 @@ fn fuse_run_files<'py>(
             }
         })
         .collect();
-    let signals = Signals::new();
+    let signals = Signals::new(py)?;
     let cancel = signals.cancel();
     let out = py.detach(|| {
         pool::run_cancellable(pool::resolve_threads(None), &cancel, |parallel| {
