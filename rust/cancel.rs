@@ -106,9 +106,10 @@ impl<'a> Cancel<'a> {
         }
         let stop = p.hook.stop();
         let after = p.start.elapsed();
-        let wait = INTERVAL.max((after - now) * HOOK_SHARE);
+        let wait = INTERVAL.max(after.saturating_sub(now).saturating_mul(HOOK_SHARE));
+        let next = after.saturating_add(wait).as_nanos();
         p.next
-            .store((after + wait).as_nanos() as u64, Ordering::Relaxed);
+            .store(u64::try_from(next).unwrap_or(u64::MAX), Ordering::Relaxed);
         if stop {
             self.stop();
         }
