@@ -66,12 +66,20 @@ pub struct PyInterner<'a, 'py> {
 }
 
 impl<'a, 'py> PyInterner<'a, 'py> {
-    /// An interner for the items of `lists`. Its table is filled in pieces, signals checked
-    /// between them (a handler's exception is the error).
+    /// An interner for the items of `lists`. A large table is filled in pieces, signals
+    /// checked between them (a handler's exception is the error).
     pub fn new(py: Python<'py>, lists: &'a [Bound<'py, PyTuple>]) -> PyResult<Self> {
         let n: usize = lists.iter().map(|l| l.len()).sum();
         // At most half full.
         let size = (2 * n).next_power_of_two().max(16);
+        if size <= SIGNALS_EVERY {
+            return Ok(PyInterner {
+                lists,
+                slots: vec![None; size],
+                bits: size.trailing_zeros(),
+                n_keys: 0,
+            });
+        }
         let mut slots = Vec::with_capacity(size);
         while slots.len() < size {
             if !slots.is_empty() {

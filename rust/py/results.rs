@@ -452,6 +452,7 @@ impl Spec {
 
     /// A new instance from its fields (trusted: the core's own results); missing trailing
     /// fields are None.
+    #[inline]
     pub fn make<'py>(
         &'static self,
         py: Python<'py>,
@@ -464,6 +465,7 @@ impl Spec {
     /// be part of a reference cycle, so it is not tracked by the cyclic collector, as CPython
     /// does not track such tuples: collections never traverse it (a page of millions of hits
     /// would otherwise make collections of seconds, in which signals wait too).
+    #[inline]
     pub fn make_atomic<'py>(
         &'static self,
         py: Python<'py>,
@@ -472,7 +474,9 @@ impl Spec {
         self.make_tracked(py, values, false)
     }
 
-    fn make_tracked<'py>(
+    /// [`Spec::make`] (`tracked`) or [`Spec::make_atomic`].
+    #[inline]
+    pub fn make_tracked<'py>(
         &'static self,
         py: Python<'py>,
         values: impl IntoIterator<Item = Bound<'py, PyAny>>,
@@ -531,13 +535,13 @@ pub fn is_atomic(item: &Bound<'_, PyAny>) -> bool {
     let item = item.as_ptr();
     // SAFETY: a live object (a `Bound`), the GIL held; the type objects are static.
     let ty = unsafe { ffi::Py_TYPE(item) };
-    // SAFETY: as above.
-    item == unsafe { ffi::Py_None() }
-        || ty == &raw mut ffi::PyUnicode_Type
+    ty == &raw mut ffi::PyUnicode_Type
         || ty == &raw mut ffi::PyLong_Type
         || ty == &raw mut ffi::PyFloat_Type
-        || ty == &raw mut ffi::PyBool_Type
         || ty == &raw mut ffi::PyBytes_Type
+        || ty == &raw mut ffi::PyBool_Type
+        // SAFETY: as above.
+        || item == unsafe { ffi::Py_None() }
 }
 
 /// Where a tuple's items start (`tuple.__basicsize__`: 24 bytes on 64-bit CPython up to 3.13;

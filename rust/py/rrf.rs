@@ -335,73 +335,73 @@ impl Engine {
             Vec::new()
         };
         let mut hits = Vec::with_capacity(page.len());
-        for (j, &id) in page.iter().enumerate() {
-            if j % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
+        for (b, block) in page.chunks(SIGNALS_EVERY).enumerate() {
+            if b > 0 {
                 if let Err(e) = py.check_signals() {
                     signals::free_later(py, hits.into_iter().map(Bound::unbind).collect());
                     return Err(e);
                 }
             }
-            let (list, position) = self.ws.first_seen(id);
-            // SAFETY: (list, position) is a place the scan read.
-            let key = unsafe {
-                query.lists[list as usize].get_borrowed_item_unchecked(position as usize)
-            };
-            let score = PyFloat::new(py, self.ws.score(id)).into_any();
-            if !trace {
-                let key = key.to_owned();
-                hits.push(if is_atomic(&key) {
-                    HIT.make_atomic(py, [key, score])?
-                } else {
-                    HIT.make(py, [key, score])?
-                });
-                continue;
-            }
-            let contributions = self.trace.hit(j);
-            // SAFETY: a new tuple of that length; each slot is set once below, with a new
-            // reference it steals (a tuple dropped half-filled releases only what it holds).
-            let items = unsafe {
-                Bound::from_owned_ptr_or_err(
-                    py,
-                    ffi::PyTuple_New(contributions.len() as ffi::Py_ssize_t),
-                )?
-            };
-            for (i, c) in contributions.iter().enumerate() {
-                let list = c.list as usize;
-                let fields = [
-                    list.into_pyobject(py)?.into_any(),
-                    c.rank().into_pyobject(py)?.into_any(),
-                    weights[list].clone(),
-                    PyFloat::new(py, c.value).into_any(),
-                    float_or_none(c.raw),
-                ];
-                let item = if c.normalized.is_nan() {
-                    CONTRIBUTION.make_atomic(py, fields)? // `normalized` left unset: None
-                } else {
-                    let normalized = PyFloat::new(py, c.normalized).into_any();
-                    CONTRIBUTION.make_atomic(py, fields.into_iter().chain([normalized]))?
+            for (i, &id) in block.iter().enumerate() {
+                let j = b * SIGNALS_EVERY + i;
+                let (list, position) = self.ws.first_seen(id);
+                // SAFETY: (list, position) is a place the scan read.
+                let key = unsafe {
+                    query.lists[list as usize].get_borrowed_item_unchecked(position as usize)
                 };
-                // SAFETY: `items` is a tuple of `contributions.len()` slots; `i` is in range.
-                unsafe {
-                    ffi::PyTuple_SetItem(items.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+                let score = PyFloat::new(py, self.ws.score(id)).into_any();
+                if !trace {
+                    let key = key.to_owned();
+                    let tracked = !is_atomic(&key);
+                    hits.push(HIT.make_tracked(py, [key, score], tracked)?);
+                    continue;
                 }
+                let contributions = self.trace.hit(j);
+                // SAFETY: a new tuple of that length; each slot is set once below, with a new
+                // reference it steals (a tuple dropped half-filled releases only what it holds).
+                let items = unsafe {
+                    Bound::from_owned_ptr_or_err(
+                        py,
+                        ffi::PyTuple_New(contributions.len() as ffi::Py_ssize_t),
+                    )?
+                };
+                for (i, c) in contributions.iter().enumerate() {
+                    let list = c.list as usize;
+                    let fields = [
+                        list.into_pyobject(py)?.into_any(),
+                        c.rank().into_pyobject(py)?.into_any(),
+                        weights[list].clone(),
+                        PyFloat::new(py, c.value).into_any(),
+                        float_or_none(c.raw),
+                    ];
+                    let item = if c.normalized.is_nan() {
+                        CONTRIBUTION.make_atomic(py, fields)? // `normalized` left unset: None
+                    } else {
+                        let normalized = PyFloat::new(py, c.normalized).into_any();
+                        CONTRIBUTION.make_atomic(py, fields.into_iter().chain([normalized]))?
+                    };
+                    // SAFETY: `items` is a tuple of `contributions.len()` slots; `i` is in range.
+                    unsafe {
+                        ffi::PyTuple_SetItem(items.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+                    }
+                }
+                let applied = [
+                    self.trace.factors[j],
+                    self.trace.divisors[j],
+                    self.trace.boosts[j],
+                ];
+                let hit = if applied.iter().all(|x| x.is_nan()) {
+                    HIT.make(py, [key.to_owned(), score, items]) // factor .. boost unset: None
+                } else {
+                    HIT.make(
+                        py,
+                        [key.to_owned(), score, items]
+                            .into_iter()
+                            .chain(applied.map(float_or_none)),
+                    )
+                };
+                hits.push(hit?);
             }
-            let applied = [
-                self.trace.factors[j],
-                self.trace.divisors[j],
-                self.trace.boosts[j],
-            ];
-            let hit = if applied.iter().all(|x| x.is_nan()) {
-                HIT.make(py, [key.to_owned(), score, items]) // factor .. boost unset: None
-            } else {
-                HIT.make(
-                    py,
-                    [key.to_owned(), score, items]
-                        .into_iter()
-                        .chain(applied.map(float_or_none)),
-                )
-            };
-            hits.push(hit?);
         }
         PyList::new(py, hits)
     }

@@ -43,6 +43,7 @@ impl Signals {
     }
 
     /// Signals never checked (a call too short to need it).
+    #[inline]
     pub fn none() -> Self {
         Signals {
             caught: Mutex::new(None),
@@ -52,6 +53,7 @@ impl Signals {
 
     /// The `Cancel` of the work: polling [`Signals`]'s hook on the current thread, or never
     /// stopping by itself when signals are not checked.
+    #[inline]
     pub fn cancel(&self) -> Cancel<'_> {
         if self.check {
             Cancel::new(self)
@@ -62,7 +64,11 @@ impl Signals {
 
     /// `Err` with the exception a signal handler raised during the work, if one did (then
     /// whatever the work returned is dropped).
+    #[inline]
     pub fn raise(&self) -> PyResult<()> {
+        if !self.check {
+            return Ok(()); // no hook ran
+        }
         match self.caught.lock().unwrap_or_else(|e| e.into_inner()).take() {
             Some(e) => Err(e),
             None => Ok(()),
