@@ -171,8 +171,8 @@ fn dense_range(ids: &[i64], pad: i64, cancel: &Cancel<'_>) -> Result<Option<(i64
     Ok((span <= budget).then_some((lo, span as usize)))
 }
 
-/// Hash tables id -> unique index, one per shard of the ids (split by a hash of the id) when
-/// there are many ids. A table grows by rehashing all it holds at once: with one table, the
+/// Hash tables id -> unique index, one per shard of the ids (split by a hash of the id), for a
+/// batch of many ids. A table grows by rehashing all it holds at once: with one table, the
 /// growths of a batch of millions of ids take up to seconds each. The shards are grown ahead
 /// of need ([`Shards::make_room`]), each at its own fill, so that they do not all grow in the
 /// same piece of the ids: each growth is short, and a large batch's `Cancel` is polled between
@@ -184,19 +184,16 @@ struct Shards {
 }
 
 impl Shards {
-    /// Batches of at least this many ids get [`Shards::MANY`] tables.
+    /// Batches of at least this many ids are planned with [`Shards`] (smaller ones with one
+    /// table, whose growths are short).
     const SPLIT_FROM: usize = 1 << 20;
-    const MANY: u32 = 6;
+    /// log2 of the number of tables.
+    const BITS: u32 = 6;
 
-    fn new(n_ids: usize) -> Self {
-        let bits = if n_ids >= Self::SPLIT_FROM {
-            Self::MANY
-        } else {
-            0
-        };
+    fn new() -> Self {
         Shards {
-            tables: (0..1 << bits).map(|_| HashMap::default()).collect(),
-            shift: 64 - bits,
+            tables: (0..1 << Self::BITS).map(|_| HashMap::default()).collect(),
+            shift: 64 - Self::BITS,
         }
     }
 
@@ -204,9 +201,6 @@ impl Shards {
     /// and 7/8 of its capacity (shard i's limit grows with i), to twice its capacity.
     fn make_room(&mut self, n: usize) {
         let shards = self.tables.len();
-        if shards == 1 {
-            return;
-        }
         let each = 2 * n / shards;
         for (i, table) in self.tables.iter_mut().enumerate() {
             let capacity = table.capacity();
@@ -261,34 +255,42 @@ pub fn batch_plan(ids: &[i64], pad: i64, cancel: &Cancel<'_>) -> Result<BatchPla
     }
     let mut unique = Vec::new();
     let mut slots = Vec::with_capacity(ids.len());
-    let mut seen = Shards::new(ids.len());
     let mut planned = Ok(());
+    // One table for a batch of fewer ids, whose growths are short; else shards.
+    let mut one: HashMap<i64, u32, Hasher> = HashMap::default();
+    let mut shards = (ids.len() >= Shards::SPLIT_FROM).then(Shards::new);
     for piece in ids.chunks(PIECE) {
         planned = cancel.check();
         if planned.is_err() {
             break;
         }
-        seen.make_room(piece.len());
+        if let Some(shards) = &mut shards {
+            shards.make_room(piece.len());
+        }
         for &x in piece {
             if x == pad {
                 slots.push(NONE);
                 continue;
             }
             let next = unique.len() as u32;
-            let slot = *seen.of(x).entry(x).or_insert(next);
+            let table = match &mut shards {
+                Some(shards) => shards.of(x),
+                None => &mut one,
+            };
+            let slot = *table.entry(x).or_insert(next);
             if slot == next {
                 unique.push(x);
             }
             slots.push(slot);
         }
     }
+    if planned.is_err() {
+        pool::free_later((one, shards));
+    }
     let plan = BatchPlan {
         unique,
         index: Index::Cells(slots),
     };
-    if planned.is_err() {
-        pool::free_later(seen);
-    }
     finished(planned, plan)
 }
 
