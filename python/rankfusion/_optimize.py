@@ -26,10 +26,13 @@ import math
 import numbers
 import os
 import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import (
     Any,
+    Deque,
     Dict,
     Iterator,
     List,
@@ -546,6 +549,15 @@ def _matrices(
     return names, blocks
 
 
+def pool_threads(threads: Optional[int]) -> int:
+    """The threads to use: ``threads``, else ``RAYON_NUM_THREADS`` when set to a positive
+    number (as the core reads it), else every CPU."""
+    if threads is not None:
+        return int(threads)
+    env = os.environ.get("RAYON_NUM_THREADS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else os.cpu_count() or 1
+
+
 def _reads_scores(method: str, norm: Optional[str]) -> bool:
     from ._reference import RANK_NORMS
 
@@ -611,6 +623,10 @@ def optimize(
         runs, method, norm, metric, step, grid, seed, order, window, duplicates,
         lower_is_better, limit,
     )  # fmt: skip
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
+        raise TypeError(f"threads must be an int or None, got {type(threads).__name__}")
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
     judged = _qrels(qrels)
     return _search(plan, runs, judged, _check_folds(folds, len(judged)), progress, threads)
 
@@ -707,24 +723,48 @@ def _search(
 
     evaluate = _Evaluator(plan.measure, judged, queries)
     per_query = np.empty((len(settings), len(queries)))
+
+    def fuse_setting(setting: Setting) -> List[Tuple[List[str], Any]]:
+        """Every block of queries fused with ``setting`` (the GIL released in the core)."""
+        fusion = {"norm": norm, **fixed, **setting, "threads": fuse_threads}
+        scores = _reads_scores(method, fusion["norm"])
+        out = []
+        for qids, ids, raw in blocks:
+            try:
+                result = _core.fuse_batch(ids, raw if scores else None, method=method, **fusion)
+            except ValueError as e:
+                raise _query_error(e, qids, names, setting) from None
+            out.append((qids, result))
+        return out
+
+    # Settings are fused on worker threads, each on one core, a few settings ahead of the
+    # evaluation, which runs here (ir-measures holds the GIL): memory holds at most `ahead`
+    # settings' outputs.
+    cores = pool_threads(threads)
+    workers = max(1, cores - 1)
+    fuse_threads = 1
+    ahead = workers + 1
     bar = trec._progress_bar(progress, len(settings), "optimizing", unit="setting")
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="rankfusion-optimize")
     try:
-        for i, setting in enumerate(settings):
-            fusion = {"norm": norm, **fixed, **setting, "threads": threads}
-            reads = _reads_scores(method, fusion["norm"])
+        pending: Deque[Any] = deque()
+        upcoming = iter(settings)
+        for setting in itertools.islice(upcoming, ahead):
+            pending.append(pool.submit(fuse_setting, setting))
+        for i in range(len(settings)):
+            fused = pending.popleft().result()
+            for setting in itertools.islice(upcoming, 1):
+                pending.append(pool.submit(fuse_setting, setting))
             run: Dict[str, Dict[str, float]] = {}
-            for qids, ids, raw in blocks:
-                try:
-                    result = _core.fuse_batch(ids, raw if reads else None, method=method, **fusion)
-                except ValueError as e:
-                    raise _query_error(e, qids, names, setting) from None
+            for qids, result in fused:
                 for row, ranking in _ranked_dicts(result, doc_ids, evaluate.cutoff):
                     run[qids[row]] = ranking
-                del result
+            del fused
             per_query[i] = evaluate(run)
             if bar is not None:
                 bar.update(1)
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
             bar.close()
     per_query.flags.writeable = False
