@@ -8,6 +8,7 @@ pub mod batch;
 pub mod error;
 pub mod fusion;
 pub mod memory;
+pub mod optimize;
 pub mod pool;
 pub mod revalidate;
 pub mod trec;

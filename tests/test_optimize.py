@@ -221,6 +221,22 @@ def test_a_float32_tie_across_the_cutoff_is_kept():
     assert r.scores == (whole,) == (1.0,)
 
 
+def test_a_tie_longer_than_the_ranked_depth_is_fused_whole():
+    # 40 documents tie: the first ones the core ranks are not trec_eval's top 5 (doc id
+    # descending puts d39 first), so the query is fused again whole
+    docs = [f"d{i:02}" for i in range(40)]
+    runs = [{"q": trec.Ranking(docs, [1.0] * 40)}, {"q": trec.Ranking([], [])}]
+    qrels = {"q": {"d39": 1}}
+    r = rankfusion.optimize(runs, qrels, method="sum", metric="P@5", grid={"norm": ["none"]})
+    fused = trec.to_dict(trec.fuse(runs, method="sum", norm="none"))
+    whole = ir_measures.calc_aggregate([ir_measures.P @ 5], qrels, fused)[ir_measures.P @ 5]
+    assert r.scores == (whole,) == (0.2,)
+    r = rankfusion.optimize(runs, qrels, method="sum", metric="P@5", grid={"norm": ["none"]},
+                            limit=30)  # fmt: skip
+    cut = trec.to_dict(trec.fuse(runs, method="sum", norm="none", limit=30))
+    assert "d39" not in cut["q"] and r.scores == (0.0,)  # the limit cuts it off, as -o would
+
+
 def test_judged_queries_missing_from_the_runs_count_as_zero():
     runs = [{"q1": trec.Ranking(["a", "b"], [2.0, 1.0])}, {"q1": trec.Ranking(["b"], [1.0])}]
     qrels = {"q1": {"b": 1}, "q2": {"c": 1}}

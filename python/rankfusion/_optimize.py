@@ -474,6 +474,19 @@ class _Evaluator:
         return out
 
 
+def _cut_short(result: Any, cutoff: int, depth: int) -> np.ndarray:
+    """The rows of a BatchResult fused with ``limit=depth`` whose ``depth``-th hit ties (as
+    float32, as trec_eval compares) with their ``cutoff``-th: their lists may go on with more
+    ties, so they need the whole fusion."""
+    counts = np.asarray(result.counts)
+    if result.scores.shape[1] < depth:
+        return np.empty(0, np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        single = result.scores.astype(np.float32)
+        tied = (counts >= depth) & (single[:, depth - 1] >= single[:, cutoff - 1])
+    return np.flatnonzero(tied)
+
+
 def _ranked_dicts(
     result: Any, names: np.ndarray, cutoff: Optional[int]
 ) -> Iterator[Tuple[int, Dict[str, float]]]:
@@ -724,25 +737,49 @@ def _search(
     evaluate = _Evaluator(plan.measure, judged, queries)
     per_query = np.empty((len(settings), len(queries)))
 
+    # A measure of the top c reads each query's first c fused documents and those tied with
+    # them: the core ranks only the first `depth` (a partial sort), and the rare query whose
+    # depth-th document still ties with its c-th is fused again whole.
+    cutoff = evaluate.cutoff
+    limit = fixed.get("limit")
+    depth = None if cutoff is None else cutoff + max(cutoff, 16)
+    if depth is not None and limit is not None and limit <= depth:
+        depth = None  # the lists are short already
+
     def fuse_setting(setting: Setting) -> List[Tuple[List[str], Any]]:
-        """Every block of queries fused with ``setting`` (the GIL released in the core)."""
-        fusion = {"norm": norm, **fixed, **setting, "threads": fuse_threads}
+        """Every block of queries fused with ``setting`` (the GIL released in the core); rows
+        fused again whole come after their block."""
+        fusion = {"norm": norm, **fixed, **setting, "threads": 1}
         scores = _reads_scores(method, fusion["norm"])
         out = []
         for qids, ids, raw in blocks:
             try:
-                result = _core.fuse_batch(ids, raw if scores else None, method=method, **fusion)
+                if depth is None:
+                    result = _core.fuse_batch(ids, raw if scores else None, method=method, **fusion)
+                    out.append((qids, result))
+                    continue
+                result = _core.fuse_batch(
+                    ids, raw if scores else None, method=method, **{**fusion, "limit": depth}
+                )
+                out.append((qids, result))
+                assert cutoff is not None
+                again = _cut_short(result, cutoff, depth)
+                if len(again):
+                    result = _core.fuse_batch(
+                        [m[again] for m in ids],
+                        [m[again] for m in raw] if scores else None,
+                        method=method,
+                        **fusion,
+                    )
+                    out.append(([qids[j] for j in again.tolist()], result))
             except ValueError as e:
                 raise _query_error(e, qids, names, setting) from None
-            out.append((qids, result))
         return out
 
     # Settings are fused on worker threads, each on one core, a few settings ahead of the
     # evaluation, which runs here (ir-measures holds the GIL): memory holds at most `ahead`
     # settings' outputs.
-    cores = pool_threads(threads)
-    workers = max(1, cores - 1)
-    fuse_threads = 1
+    workers = max(1, pool_threads(threads) - 1)
     ahead = workers + 1
     bar = trec._progress_bar(progress, len(settings), "optimizing", unit="setting")
     pool = ThreadPoolExecutor(workers, thread_name_prefix="rankfusion-optimize")
@@ -757,8 +794,8 @@ def _search(
                 pending.append(pool.submit(fuse_setting, setting))
             run: Dict[str, Dict[str, float]] = {}
             for qids, result in fused:
-                for row, ranking in _ranked_dicts(result, doc_ids, evaluate.cutoff):
-                    run[qids[row]] = ranking
+                for row, ranking in _ranked_dicts(result, doc_ids, cutoff):
+                    run[qids[row]] = ranking  # a row fused again whole comes later
             del fused
             per_query[i] = evaluate(run)
             if bar is not None:
