@@ -660,10 +660,31 @@ def _power(x: float, n: int) -> float:
     return result
 
 
+def _ieee(f: Callable[..., float], *args: float) -> float:
+    """``f(*args)`` overflowing to inf as IEEE-754 arithmetic does, where Python's ``**`` and
+    ``math.exp`` raise OverflowError: an overflowing score is then the ValueError naming the key
+    that every other score that is not finite is."""
+    try:
+        return f(*args)
+    except OverflowError:
+        return math.inf
+
+
 def _median(values: list) -> float:
     values = sorted(values)
     half = len(values) // 2
     return values[half] if len(values) % 2 else (values[half - 1] + values[half]) / 2
+
+
+def _root_sum_squares(xs: list, divisor: int) -> float:
+    """sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a
+    zero or infinite root of values that are not all zero), the same with every x divided by the
+    largest |x| first, and the root multiplied by it."""
+    root = math.sqrt(canonical_sum(x * x for x in xs) / divisor)
+    if (root == 0 or math.isinf(root)) and any(x != 0 for x in xs):
+        top = max(abs(x) for x in xs)
+        root = top * math.sqrt(canonical_sum((x / top) * (x / top) for x in xs) / divisor)
+    return root
 
 
 def _normalizer(norm: str, values: list) -> Callable[[float], float]:
@@ -686,11 +707,13 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
         total = canonical_sum(v - low for v in values)
         return (lambda s: 1.0 / n) if total == 0 else (lambda s: (s - low) / total)
     if norm == "z-score":  # population standard deviation; a constant list: all 0.0
+        if high == low:
+            return lambda s: 0.0
         mean = canonical_sum(values) / n
-        sd = math.sqrt(canonical_sum((v - mean) * (v - mean) for v in values) / n)
+        sd = _root_sum_squares([v - mean for v in values], n)
         return (lambda s: 0.0) if sd == 0 else (lambda s: (s - mean) / sd)
     if norm == "l2":
-        length = math.sqrt(canonical_sum(v * v for v in values))
+        length = _root_sum_squares(values, 1)
         return (lambda s: 0.0) if length == 0 else (lambda s: s / length)
     if norm == "dbsf":  # Qdrant's: Welford's mean and sample variance, mean -/+ 3 sd, not clipped
         if n == 1:
@@ -700,7 +723,9 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
             delta = v - mean
             mean += delta / count
             m2 += delta * (v - mean)
-        sd = math.sqrt(m2 / (n - 1))
+        # Scores spanning the float range overflow m2 to -inf: a nan sd, a normalised score that
+        # is not finite (the ValueError naming the key).
+        sd = math.sqrt(m2 / (n - 1)) if m2 >= 0 else math.nan
         low, high = mean - 3 * sd, mean + 3 * sd
         return (lambda s: 0.5) if low == high else (lambda s: (s - low) / (high - low))
     raise AssertionError(norm)
@@ -794,7 +819,7 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             elif method in ("isr", "log_isr", "logn_isr"):
                 c = 1 / (rank * rank)
             elif method == "bordafuse":  # ranx's points: |C| - rank + 1; unranked, the mean left
-                v = n_keys - rank + 1 if rank else (n_keys - n_read[i] + 1) / 2
+                v = float(n_keys - rank + 1) if rank else (n_keys - n_read[i] + 1) / 2
                 c = w * v
             elif method == "condorcet":
                 c = w  # the list's vote
@@ -817,7 +842,7 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
         elif method == "anz":
             divisor = float(p)
         elif method == "gmnz":
-            factor = float(p) ** o.gamma
+            factor = _ieee(pow, float(p), o.gamma)
         elif method == "wmnz":
             factor = canonical_sum(weights[i] for i in present)
         elif method == "mixed":
@@ -826,12 +851,14 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             factor = math.log(p)
         elif method == "logn_isr":
             factor = math.log(p + o.sigma)
+        # max, min and med: a zero is +0.0 (Python's max of 0.0 and -0.0 is whichever comes
+        # first, which would make the sign depend on the order of the lists).
         if method == "max":
-            score = max(values)
+            score = max(values) + 0.0
         elif method == "min":
-            score = min(values)
+            score = min(values) + 0.0
         elif method == "med":
-            score = _median(values)
+            score = _median(values) + 0.0
         elif method == "arithmetic_mean":  # negative values are skipped, zeros (and misses) kept
             kept = [c for c in contributions if c.normalized >= 0]
             divisor = canonical_sum(c.weight for c in kept)
@@ -839,11 +866,18 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
         elif method == "geometric_mean":  # values <= 0 are skipped
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.weight for c in kept)
-            score = 0.0 if not kept else math.exp(total / divisor)
+            score = 0.0 if not kept else _ieee(math.exp, total / divisor)
         elif method == "harmonic_mean":  # values <= 0 are skipped
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.contribution for c in kept)
-            score = 0.0 if not kept else canonical_sum(c.weight for c in kept) / divisor
+            if not kept:
+                score = 0.0
+            elif divisor == 0:  # every w / v underflowed to 0.0: inf, as IEEE-754 divides
+                score = math.inf
+            else:
+                score = canonical_sum(c.weight for c in kept) / divisor
+        elif method == "condorcet":
+            score = 0.0  # its wins, counted below once every key is scored
         elif factor is not None:
             score = total * factor
         elif divisor is not None:

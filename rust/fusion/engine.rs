@@ -279,8 +279,9 @@ impl Workspace {
             .map(|id| value(id as u32, self.keys[id].key, self.keys[id].first))
             .collect::<Result<Vec<Option<f64>>, E>>()?;
         let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+        // Python's min and max: the first of the smallest (largest) values, whatever the sign
+        // of a zero.
         for &v in values.iter().flatten() {
-            // The first of equal values wins (-0.0 vs 0.0), as Python's min and max.
             if v < low {
                 low = v;
             }

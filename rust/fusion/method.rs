@@ -89,9 +89,10 @@ impl ListNorm {
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
 fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
+    // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
+    // `f64::max` may return either of two equal zeros.)
     let (mut low, mut high) = (values[0], values[0]);
     for &v in values.iter() {
-        // The first of equal values wins (-0.0 vs 0.0), as Python's min and max.
         if v < low {
             low = v;
         }
@@ -131,10 +132,11 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
                 }
             }
         }
+        Norm::ZScore if high == low => ListNorm::Constant(0.0),
         Norm::ZScore => {
             let mean = canonical_sum(&mut values.to_vec()) / n;
-            let mut squares: Vec<f64> = values.iter().map(|&v| (v - mean) * (v - mean)).collect();
-            let sd = (canonical_sum(&mut squares) / n).sqrt();
+            let deviations: Vec<f64> = values.iter().map(|&v| v - mean).collect();
+            let sd = root_sum_squares(&deviations, n);
             if sd == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -142,8 +144,7 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
             }
         }
         Norm::L2 => {
-            let mut squares: Vec<f64> = values.iter().map(|&v| v * v).collect();
-            let length = canonical_sum(&mut squares).sqrt();
+            let length = root_sum_squares(values, 1.0);
             if length == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -173,6 +174,22 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
             }
         }
     })
+}
+
+/// sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a zero
+/// or infinite root of values that are not all zero), the same with every x divided by the
+/// largest |x| first, and the root multiplied by it (as the reference's `_root_sum_squares`).
+fn root_sum_squares(xs: &[f64], divisor: f64) -> f64 {
+    let mut squares: Vec<f64> = xs.iter().map(|&x| x * x).collect();
+    let root = (canonical_sum(&mut squares) / divisor).sqrt();
+    if (root == 0.0 || root.is_infinite()) && xs.iter().any(|&x| x != 0.0) {
+        let top = xs
+            .iter()
+            .fold(0.0f64, |m, &x| if x.abs() > m { x.abs() } else { m });
+        let mut scaled: Vec<f64> = xs.iter().map(|&x| (x / top) * (x / top)).collect();
+        return top * (canonical_sum(&mut scaled) / divisor).sqrt();
+    }
+    root
 }
 
 /// The median of `values` (sorted in place, stably: equal values keep their order, as Python's
@@ -390,12 +407,13 @@ impl Scored {
                     factor = p.sqrt();
                     total * factor
                 }
-                Method::Max => pick(|v, best| v > best),
-                Method::Min => pick(|v, best| v < best),
+                // A zero is +0.0 whatever the order of the lists (`+ 0.0`).
+                Method::Max => pick(|v, best| v > best) + 0.0,
+                Method::Min => pick(|v, best| v < best) + 0.0,
                 Method::Med => {
                     self.values.clear();
                     self.values.extend(mine.iter().map(|c| c.normalized));
-                    median(&mut self.values)
+                    median(&mut self.values) + 0.0
                 }
                 Method::ArithmeticMean => {
                     let (weights, _) = kept(&mut self.sums, &|c| c.normalized >= 0.0, &weight);

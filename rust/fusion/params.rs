@@ -431,6 +431,18 @@ pub fn weights_len(n_weights: usize, n_lists: usize) -> Result<()> {
     }
 }
 
+/// `lower_is_better` holds one flag per list.
+pub fn lower_is_better_len(n_values: usize, n_lists: usize) -> Result<()> {
+    if n_values == n_lists {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "lower_is_better",
+            format!("lower_is_better has {n_values} values for {n_lists} lists"),
+        ))
+    }
+}
+
 pub fn weight(i: usize, w: f64) -> Result<f64> {
     finite(&format!("weights[{i}]"), w)
 }
@@ -507,8 +519,11 @@ impl Params {
             .normalize
             .then(|| normalizer(&weights, self.k))
             .transpose()?;
-        if self.lower_is_better.is_some() && (method.is_rank_based() || !norm.reads_scores()) {
-            return Err(unused("lower_is_better", method));
+        if let Some(lower) = &self.lower_is_better {
+            if method.is_rank_based() || !norm.reads_scores() {
+                return Err(unused("lower_is_better", method));
+            }
+            lower_is_better_len(lower.len(), n_lists)?;
         }
         for (name, value) in [
             ("phi", self.phi),

@@ -2,6 +2,7 @@
 //! page built as `Hit` objects.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyList, PyTuple};
 
@@ -289,32 +290,51 @@ impl Engine {
                 hits.push(HIT.make(py, [key.to_owned(), score])?);
                 continue;
             }
-            let mut items = Vec::with_capacity(self.trace.hit(j).len());
-            for c in self.trace.hit(j) {
-                let list = c.list as usize;
-                items.push(CONTRIBUTION.make(
+            let contributions = self.trace.hit(j);
+            // SAFETY: a new tuple of that length; each slot is set once below, with a new
+            // reference it steals (a tuple dropped half-filled releases only what it holds).
+            let items = unsafe {
+                Bound::from_owned_ptr_or_err(
                     py,
-                    [
-                        list.into_pyobject(py)?.into_any(),
-                        c.rank().into_pyobject(py)?.into_any(),
-                        weights[list].clone(),
-                        PyFloat::new(py, c.value).into_any(),
-                        float_or_none(c.raw),
-                        float_or_none(c.normalized),
-                    ],
-                )?);
+                    ffi::PyTuple_New(contributions.len() as ffi::Py_ssize_t),
+                )?
+            };
+            for (i, c) in contributions.iter().enumerate() {
+                let list = c.list as usize;
+                let fields = [
+                    list.into_pyobject(py)?.into_any(),
+                    c.rank().into_pyobject(py)?.into_any(),
+                    weights[list].clone(),
+                    PyFloat::new(py, c.value).into_any(),
+                    float_or_none(c.raw),
+                ];
+                let item = if c.normalized.is_nan() {
+                    CONTRIBUTION.make(py, fields)? // `normalized` left unset: None
+                } else {
+                    let normalized = PyFloat::new(py, c.normalized).into_any();
+                    CONTRIBUTION.make(py, fields.into_iter().chain([normalized]))?
+                };
+                // SAFETY: `items` is a tuple of `contributions.len()` slots; `i` is in range.
+                unsafe {
+                    ffi::PyTuple_SetItem(items.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+                }
             }
-            hits.push(HIT.make(
-                py,
-                [
-                    key.to_owned(),
-                    score,
-                    PyTuple::new(py, items)?.into_any(),
-                    float_or_none(self.trace.factors[j]),
-                    float_or_none(self.trace.divisors[j]),
-                    float_or_none(self.trace.boosts[j]),
-                ],
-            )?);
+            let applied = [
+                self.trace.factors[j],
+                self.trace.divisors[j],
+                self.trace.boosts[j],
+            ];
+            let hit = if applied.iter().all(|x| x.is_nan()) {
+                HIT.make(py, [key.to_owned(), score, items]) // factor .. boost unset: None
+            } else {
+                HIT.make(
+                    py,
+                    [key.to_owned(), score, items]
+                        .into_iter()
+                        .chain(applied.map(float_or_none)),
+                )
+            };
+            hits.push(hit?);
         }
         PyList::new(py, hits)
     }
