@@ -8,14 +8,20 @@ setting chosen on the others, so the figure a paper quotes is not the one the se
 on. See docs/optimize.md.
 
 How: the runs are read, doc-coded and ranked once (``rankfusion.frame``'s path: int code
-matrices and aligned raw score matrices), then each setting is one ``fuse_batch`` call per block
-of queries (the GIL released) whose output is turned into the ``{qid: {docid: score}}`` that
-ir-measures evaluates, and dropped: memory holds the input matrices, one setting's output and a
-(settings x queries) table of per-query values. For a measure that reads only the top c
-documents (nDCG@c, P@c, R@c, AP@c, Success@c without judged_only) each query's list is cut,
-before evaluation, after the c-th document and any documents tied with it: trec_eval ranks by
-score and then doc id, so its top c of the cut list are its top c of the whole list. trec_eval
-(pytrec_eval) holds scores as C floats, so "tied" means equal as float32.
+matrices and aligned raw score matrices). For rrf, rbc, logn_isr, gmnz, wsum, relative_score,
+mixed and wmnz (tuning their weights and k / phi / sigma / gamma, with ``duplicates="first"`` and
+a norm other than borda) the runs are then fused once, traced, with every run read
+(``_core._Trace``: each document's rank and normalised value in each run), and every setting is
+scored from that trace in the core (rust/optimize.rs), batch by batch with the GIL released,
+bit for bit as ``fuse`` scores it. Any other grid fuses the runs whole for each setting
+(``fuse_batch`` per block of queries). Each setting's output becomes the ``{qid: {docid:
+score}}`` that pytrec_eval (through ir-measures) evaluates, and is dropped: memory holds the
+input matrices, the trace, a batch of settings' hits and a (settings x queries) table of
+per-query values. For a measure that reads only the top c documents (nDCG@c, P@c, R@c, AP@c,
+Success@c without judged_only) each query's list is cut, before evaluation, after the c-th
+document and any documents tied with it: trec_eval ranks by score and then doc id, so its top c
+of the cut list are its top c of the whole list. trec_eval (pytrec_eval) holds scores as C
+floats, so "tied" means equal as float32.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import (
     Any,
     Deque,
     Dict,
+    Generator,
     Iterator,
     List,
     Mapping,
@@ -445,7 +452,11 @@ def _check_folds(folds: Any, n_queries: int) -> Optional[int]:
 
 
 class _Evaluator:
-    """Per-query values of one measure over the judged queries, by ir-measures."""
+    """Per-query values of one measure over the judged queries, by ir-measures.
+
+    Where ir-measures computes the measure with one pytrec_eval ``RelevanceEvaluator`` (every
+    measure of trec_eval's), that evaluator's ``evaluate`` is called directly: the same values
+    that ir-measures' ``iter_calc`` yields from it, without a ``Metric`` object per query."""
 
     def __init__(self, measure: Any, qrels: trec.Qrels, queries: Sequence[str]) -> None:
         import ir_measures
@@ -463,15 +474,40 @@ class _Evaluator:
             and ir_measures.pytrec_eval.supports(measure)
         )
         self.cutoff: Optional[int] = cutoff if prefix else None
+        self.direct = _pytrec_eval_of(self.evaluator)
 
     def __call__(self, run: Dict[str, Dict[str, float]]) -> np.ndarray:
         out = np.full(self.n, self.default)
         index = self.index
+        if self.direct is not None:
+            evaluate, name = self.direct
+            for qid, values in evaluate(run).items():
+                j = index.get(qid)
+                if j is not None:
+                    out[j] = values[name]
+            return out
         for m in self.evaluator.iter_calc(run):
             j = index.get(m.query_id)
             if j is not None:
                 out[j] = m.value
         return out
+
+
+def _pytrec_eval_of(evaluator: Any) -> Optional[Tuple[Any, str]]:
+    """``(evaluate, name)`` when ir-measures' ``evaluator`` runs one pytrec_eval evaluator for
+    one trec_eval measure (``name``), else None (and ``iter_calc`` is used)."""
+    from ir_measures.providers.pytrec_eval_provider import PytrecEvalEvaluator
+
+    invokers = getattr(evaluator, "invokers", None)
+    if type(evaluator) is not PytrecEvalEvaluator or not isinstance(invokers, list):
+        return None
+    if len(invokers) != 1:
+        return None
+    measures = getattr(invokers[0], "measure_map", None)
+    evaluate = getattr(getattr(invokers[0], "evaluator", None), "evaluate", None)
+    if not isinstance(measures, dict) or len(measures) != 1 or evaluate is None:
+        return None
+    return evaluate, next(iter(measures))
 
 
 def _cut_short(result: Any, cutoff: int, depth: int) -> np.ndarray:
@@ -725,7 +761,7 @@ def _search(
     threads: Optional[int],
 ) -> OptimizeResult:
     """Reads the runs once, fuses and evaluates every setting, then cross-validates."""
-    method, norm, settings, fixed = plan.method, plan.norm, plan.settings, plan.fixed
+    method, settings, fixed = plan.method, plan.settings, plan.fixed
     queries = list(judged)
 
     read_duplicates = "error" if fixed.get("duplicates") == "error" else "keep"
@@ -736,72 +772,19 @@ def _search(
 
     evaluate = _Evaluator(plan.measure, judged, queries)
     per_query = np.empty((len(settings), len(queries)))
-
-    # A measure of the top c reads each query's first c fused documents and those tied with
-    # them: the core ranks only the first `depth` (a partial sort), and the rare query whose
-    # depth-th document still ties with its c-th is fused again whole.
-    cutoff = evaluate.cutoff
-    limit = fixed.get("limit")
-    depth = None if cutoff is None else cutoff + max(cutoff, 16)
-    if depth is not None and limit is not None and limit <= depth:
-        depth = None  # the lists are short already
-
-    def fuse_setting(setting: Setting) -> List[Tuple[List[str], Any]]:
-        """Every block of queries fused with ``setting`` (the GIL released in the core); rows
-        fused again whole come after their block."""
-        fusion = {"norm": norm, **fixed, **setting, "threads": 1}
-        scores = _reads_scores(method, fusion["norm"])
-        out = []
-        for qids, ids, raw in blocks:
-            try:
-                if depth is None:
-                    result = _core.fuse_batch(ids, raw if scores else None, method=method, **fusion)
-                    out.append((qids, result))
-                    continue
-                result = _core.fuse_batch(
-                    ids, raw if scores else None, method=method, **{**fusion, "limit": depth}
-                )
-                out.append((qids, result))
-                assert cutoff is not None
-                again = _cut_short(result, cutoff, depth)
-                if len(again):
-                    result = _core.fuse_batch(
-                        [m[again] for m in ids],
-                        [m[again] for m in raw] if scores else None,
-                        method=method,
-                        **fusion,
-                    )
-                    out.append(([qids[j] for j in again.tolist()], result))
-            except ValueError as e:
-                raise _query_error(e, qids, names, setting) from None
-        return out
-
-    # Settings are fused on worker threads, each on one core, a few settings ahead of the
-    # evaluation, which runs here (ir-measures holds the GIL): memory holds at most `ahead`
-    # settings' outputs.
-    workers = max(1, pool_threads(threads) - 1)
-    ahead = workers + 1
+    traces = _traces(plan, blocks, threads) if _traceable(plan) else None
+    if traces is not None:
+        fused = _traced_runs(plan, blocks, traces, doc_ids, evaluate.cutoff, threads)
+    else:
+        fused = _fused_runs(plan, blocks, doc_ids, evaluate.cutoff, threads)
     bar = trec._progress_bar(progress, len(settings), "optimizing", unit="setting")
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="rankfusion-optimize")
     try:
-        pending: Deque[Any] = deque()
-        upcoming = iter(settings)
-        for setting in itertools.islice(upcoming, ahead):
-            pending.append(pool.submit(fuse_setting, setting))
-        for i in range(len(settings)):
-            fused = pending.popleft().result()
-            for setting in itertools.islice(upcoming, 1):
-                pending.append(pool.submit(fuse_setting, setting))
-            run: Dict[str, Dict[str, float]] = {}
-            for qids, result in fused:
-                for row, ranking in _ranked_dicts(result, doc_ids, cutoff):
-                    run[qids[row]] = ranking  # a row fused again whole comes later
-            del fused
+        for i, run in enumerate(fused):
             per_query[i] = evaluate(run)
             if bar is not None:
                 bar.update(1)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        fused.close()
         if bar is not None:
             bar.close()
     per_query.flags.writeable = False
@@ -834,7 +817,7 @@ def _search(
         cv_score = _mean(held_out)
     return OptimizeResult(
         method=method,
-        norm=norm,
+        norm=plan.norm,
         metric=str(plan.measure),
         queries=tuple(queries),
         settings=tuple(settings),
@@ -849,6 +832,209 @@ def _search(
     )
 
 
+# The methods whose settings are scored from one traced fusion of the runs (rust/optimize.rs),
+# and the parameter each tunes besides the weights.
+_TRACED: Mapping[str, Optional[str]] = MappingProxyType(
+    {
+        "rrf": "k",
+        "rbc": "phi",
+        "logn_isr": "sigma",
+        "gmnz": "gamma",
+        "wsum": None,
+        "relative_score": None,
+        "mixed": None,
+        "wmnz": None,
+    }
+)
+# A batch of settings scored at once holds at most about this many hits.
+_BATCH_HITS = 1 << 20
+
+
+def _traceable(plan: _Plan) -> bool:
+    """Whether every setting of the grid can be scored from one traced fusion: a method of
+    ``_TRACED`` tuning only its weights and its parameter, one counted occurrence per document
+    and run, and a normalisation of each list on its own (not borda)."""
+    if plan.method not in _TRACED:
+        return False
+    tuned = {"weights", _TRACED[plan.method]}
+    return (
+        set(plan.grid.names) <= tuned
+        and plan.fixed.get("duplicates", "first") == "first"
+        and plan.norm != "borda"
+    )
+
+
+def _traces(
+    plan: _Plan, blocks: List[Block], threads: Optional[int]
+) -> Optional[List[Tuple[Any, int]]]:
+    """Per block, the runs fused once with every run read (weight 1 each), traced and kept in
+    the core (``_core._Trace``): each run's rank and normalised value of every document; and
+    the number of documents fused (the most a setting keeps). None when that fusion fails (a run that some settings do not read may hold what only a read
+    run cannot, an infinite score): every setting is then fused whole, and raises its own
+    error."""
+    method = plan.method
+    fusion: Dict[str, Any] = {k: v for k, v in plan.fixed.items() if k != "limit"}
+    if plan.norm is not None:
+        fusion["norm"] = plan.norm
+    if METHODS[method].weighted:
+        fusion["weights"] = [1.0] * len(blocks[0][1]) if blocks else None
+    if method == "rbc":
+        fusion["phi"] = 0.5  # any valid value: the trace does not depend on it
+    if method == "gmnz":
+        fusion["gamma"] = 1.0
+    reads = _reads_scores(method, plan.norm)
+    score_based = METHODS[method].kind == "score"
+    traces = []
+    for _, ids, raw in blocks:
+        try:
+            result = _core.fuse_batch(
+                ids, raw if reads else None, method=method, trace=True,
+                threads=pool_threads(threads), **fusion,
+            )  # fmt: skip
+        except ValueError:
+            return None
+        normalized = result.normalized if score_based else None
+        trace = _core._Trace(result.ids, result.counts, result.ranks, normalized)
+        traces.append((trace, int(np.asarray(result.counts).sum())))
+    return traces
+
+
+def _traced_runs(
+    plan: _Plan,
+    blocks: List[Block],
+    traces: List[Tuple[Any, int]],
+    names: np.ndarray,
+    cutoff: Optional[int],
+    threads: Optional[int],
+) -> Generator[Dict[str, Dict[str, float]], None, None]:
+    """Each setting's fused run ``{qid: {docid: score}}`` (cut at ``cutoff``, see
+    ``_ranked_dicts``), in grid order, scored from the traces in batches of settings: the next
+    batch is scored in the core (the GIL released) while this one is evaluated. Memory: two
+    batches' hits as arrays, one setting's run as dicts."""
+    method, settings = plan.method, plan.settings
+    param = _TRACED[method]
+    tuned = plan.grid.names
+    limit = plan.fixed.get("limit")
+    hits = sum(n for _, n in traces)  # each setting's most hits: the traced fusion's
+    size = max(1, min(len(settings), _BATCH_HITS // max(hits, 1)))
+    batches = [settings[a : a + size] for a in range(0, len(settings), size)]
+    core_threads = max(1, pool_threads(threads) - 1)  # this thread evaluates
+
+    def combine(batch: List[Setting]) -> List[Tuple[Any, Any, Any]]:
+        weights = np.array([s["weights"] for s in batch], float) if "weights" in tuned else None
+        values = np.array([s[param] for s in batch], float) if param in tuned else None
+        out = []
+        for (qids, _, _), (trace, _) in zip(blocks, traces):
+            try:
+                out.append(
+                    trace.combine(
+                        method, plan.norm, weights, values, limit=limit, cutoff=cutoff,
+                        threads=core_threads,
+                    )
+                )  # fmt: skip
+            except ValueError as e:
+                raise _setting_error(e, batch, qids, names) from None
+        return out
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rankfusion-optimize")
+    try:
+        pending = pool.submit(combine, batches[0]) if batches else None
+        for b, batch in enumerate(batches):
+            assert pending is not None
+            combined = pending.result()
+            if b + 1 < len(batches):
+                pending = pool.submit(combine, batches[b + 1])
+            parts = [
+                (qids, counts.tolist(), names[ids].tolist(), scores.tolist())
+                for (qids, _, _), (counts, ids, scores) in zip(blocks, combined)
+            ]
+            del combined
+            at = [0] * len(parts)
+            for s in range(len(batch)):
+                run: Dict[str, Dict[str, float]] = {}
+                for p, (qids, counts, docs, scores) in enumerate(parts):
+                    a = at[p]
+                    for qid, n in zip(qids, counts[s]):
+                        run[qid] = dict(zip(docs[a : a + n], scores[a : a + n]))
+                        a += n
+                    at[p] = a
+                yield run
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _fused_runs(
+    plan: _Plan,
+    blocks: List[Block],
+    names: np.ndarray,
+    cutoff: Optional[int],
+    threads: Optional[int],
+) -> Generator[Dict[str, Dict[str, float]], None, None]:
+    """Each setting's fused run, in grid order, each setting fused whole by ``fuse_batch`` on
+    worker threads (one core each) a few settings ahead of the evaluation, which runs on the
+    calling thread (ir-measures holds the GIL): memory holds at most those settings' outputs."""
+    method, norm, fixed = plan.method, plan.norm, plan.fixed
+    codes = names.tolist()
+    # A measure of the top c reads each query's first c fused documents and those tied with
+    # them: the core ranks only the first `depth` (a partial sort), and the rare query whose
+    # depth-th document still ties with its c-th is fused again whole.
+    limit = fixed.get("limit")
+    depth = None if cutoff is None else cutoff + max(cutoff, 16)
+    if depth is not None and limit is not None and limit <= depth:
+        depth = None  # the lists are short already
+
+    def fuse_setting(setting: Setting) -> List[Tuple[List[str], Any]]:
+        """Every block of queries fused with ``setting`` (the GIL released in the core); rows
+        fused again whole come after their block."""
+        fusion = {"norm": norm, **fixed, **setting, "threads": 1}
+        scores = _reads_scores(method, fusion["norm"])
+        out = []
+        for qids, ids, raw in blocks:
+            try:
+                if depth is None:
+                    result = _core.fuse_batch(ids, raw if scores else None, method=method, **fusion)
+                    out.append((qids, result))
+                    continue
+                result = _core.fuse_batch(
+                    ids, raw if scores else None, method=method, **{**fusion, "limit": depth}
+                )
+                out.append((qids, result))
+                assert cutoff is not None
+                again = _cut_short(result, cutoff, depth)
+                if len(again):
+                    result = _core.fuse_batch(
+                        [m[again] for m in ids],
+                        [m[again] for m in raw] if scores else None,
+                        method=method,
+                        **fusion,
+                    )
+                    out.append(([qids[j] for j in again.tolist()], result))
+            except ValueError as e:
+                raise _query_error(e, qids, codes, setting) from None
+        return out
+
+    workers = max(1, pool_threads(threads) - 1)
+    ahead = workers + 1
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="rankfusion-optimize")
+    try:
+        pending: Deque[Any] = deque()
+        upcoming = iter(plan.settings)
+        for setting in itertools.islice(upcoming, ahead):
+            pending.append(pool.submit(fuse_setting, setting))
+        while pending:
+            fused = pending.popleft().result()
+            for setting in itertools.islice(upcoming, 1):
+                pending.append(pool.submit(fuse_setting, setting))
+            run: Dict[str, Dict[str, float]] = {}
+            for qids, result in fused:
+                for row, ranking in _ranked_dicts(result, names, cutoff):
+                    run[qids[row]] = ranking  # a row fused again whole comes later
+            del fused
+            yield run
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 _ROW_ERROR = re.compile(r"row (\d+): (.*)", re.S)
 _KEY = re.compile(r"(the key |of key )(\d+)")  # a doc code in the engine's message
 
@@ -860,3 +1046,17 @@ def _query_error(e: ValueError, qids: List[str], names: List[str], setting: Sett
         return e
     message = _KEY.sub(lambda m: m.group(1) + repr(names[int(m.group(2))]), found.group(2))
     return ValueError(f"query {qids[int(found.group(1))]!r} ({_shown(setting)}): {message}")
+
+
+_SETTING_ERROR = re.compile(r"settings\[(\d+)\]: (.*)", re.S)
+
+
+def _setting_error(e: ValueError, batch: List[Setting], qids: List[str], names: Any) -> ValueError:
+    """``_Trace.combine``'s ``settings[s]: row r: ...`` as ``_query_error`` words it."""
+    found = _SETTING_ERROR.match(str(e))
+    if found is None:
+        return e
+    setting = batch[int(found.group(1))]
+    inner = ValueError(found.group(2))
+    out = _query_error(inner, qids, names, setting)
+    return ValueError(f"grid setting {_shown(setting)}: {inner}") if out is inner else out
