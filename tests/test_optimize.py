@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("ir_measures")
@@ -19,7 +20,7 @@ import ir_measures  # noqa: E402
 from _third_run import write_noisy_run  # noqa: E402
 
 import rankfusion  # noqa: E402
-from rankfusion import trec  # noqa: E402
+from rankfusion import _core, _optimize, trec  # noqa: E402
 from rankfusion._optimize import _weights_of  # noqa: E402
 from rankfusion.cli import main  # noqa: E402
 
@@ -260,6 +261,141 @@ def test_options_fuse_the_best_setting(three_runs):
     value = trec.evaluate(fused, trec.read_qrels(qrels), "nDCG@10")["nDCG@10"]
     assert abs(value - r.best_score) <= 1e-12
     assert [row["score"] for row in r.table()] == list(r.scores)
+
+
+# --- the traced path: every setting scored from one traced fusion ----------------------------
+
+TRACED_CASES = [
+    ("rrf", None, {"k": [0, 10, 60], "weights": [[1, 0, 0.5], [0.2, 0.7, 0.1]]}, {}),
+    ("rrf", None, {"k": [1, 60]}, {"window": 40, "limit": 25}),
+    ("rbc", None, {"phi": [0.5, 0.9], "weights": [[1, 1, 1], [0, 1, 0.5]]}, {}),
+    ("logn_isr", None, {"sigma": [0.01, 1.0]}, {}),
+    ("gmnz", "min-max", {"gamma": [-1.0, 0.5, 2.0]}, {}),
+    ("wsum", "z-score", {"weights": None}, {"lower_is_better": [False, True, False]}),
+    ("relative_score", None, {"weights": [[0.3, 0.7, 0.0], [1.0, 1.0, 1.0]]}, {}),
+    ("mixed", "min-max", {"weights": [[0.5, 0.5, 0.0], [2.0, -1.0, 0.5]]}, {"limit": 30}),
+    ("wmnz", "rank", {"weights": [[0.5, 0.5, 1.0], [0.0, 1.0, 0.0]]}, {}),
+]
+
+
+@pytest.fixture(scope="module")
+def small_cranfield(tmp_path_factory):
+    """Cranfield's three runs (BM25, MiniLM, the third run) and the qrels of 40 queries."""
+    folder = collection("cranfield")
+    third = tmp_path_factory.mktemp("small") / "noisy.run"
+    write_noisy_run(str(folder / "minilm.run.gz"), str(third))
+    runs = [trec.read_run(f) for f in (folder / "bm25.run.gz", folder / "minilm.run.gz", third)]
+    qrels = dict(list(trec.read_qrels(folder / "qrels.txt").items())[:40])
+    return runs, qrels
+
+
+def evaluated_runs(monkeypatch, *args, **kwargs):
+    """``optimize(*args, **kwargs)`` and the run of each setting that ir-measures evaluated."""
+    seen = []
+    original = _optimize._Evaluator.__call__
+
+    def spy(self, run):
+        seen.append(run)
+        return original(self, run)
+
+    monkeypatch.setattr(_optimize._Evaluator, "__call__", spy)
+    result = rankfusion.optimize(*args, **kwargs)
+    monkeypatch.undo()
+    return result, seen
+
+
+@pytest.mark.parametrize("method, norm, grid, fixed", TRACED_CASES)
+@pytest.mark.parametrize("metric", ["AP", "nDCG@10"])
+def test_each_setting_is_fuse_bit_for_bit(small_cranfield, monkeypatch, method, norm, grid,
+                                          fixed, metric):  # fmt: skip
+    runs, qrels = small_cranfield
+    step = 0.5 if grid.get("weights", 0) is None else None
+    r, seen = evaluated_runs(
+        monkeypatch, runs, qrels, method=method, norm=norm, metric=metric, grid=grid,
+        step=step, **fixed,
+    )  # fmt: skip
+    assert _optimize._traceable(_optimize._plan(
+        runs, method, norm, metric, step, grid, 0, "score", fixed.get("window"), "first",
+        fixed.get("lower_is_better"), fixed.get("limit"),
+    ))  # fmt: skip
+    assert len(seen) == len(r.settings) > 1
+    for i, run in enumerate(seen):
+        fused = trec.fuse(runs, queries=list(qrels), **r.options(i))
+        assert sorted(run) == sorted(q for q in qrels if q in fused)
+        for qid, hits in fused.items():
+            whole = [(h.key, h.score) for h in hits]
+            got = list(run[qid].items())
+            keep = len(whole)
+            if metric == "nDCG@10" and keep > 10:  # cut after the 10th and its float32 ties
+                t = np.float32(whole[9][1])
+                keep = sum(1 for _, s in whole if np.float32(s) >= t)
+            assert got == whole[:keep]  # the same documents, order and score bits
+            assert [math.copysign(1, s) for _, s in got] == [
+                math.copysign(1, s) for _, s in whole[:keep]
+            ]
+
+
+@pytest.mark.parametrize("metric", ["nDCG@10", "AP", "P@5", "R@100", "RR", "Judged@10"])
+def test_traced_and_whole_fusions_score_the_same(small_cranfield, monkeypatch, metric):
+    runs, qrels = small_cranfield
+    kw = dict(method="wsum", norm="min-max", metric=metric, step=0.25)
+    traced = rankfusion.optimize(runs, qrels, **kw)
+    monkeypatch.setattr(_optimize, "_traceable", lambda plan: False)
+    whole = rankfusion.optimize(runs, qrels, **kw)
+    assert traced.scores == whole.scores and len(traced.scores) == 15
+    assert np.array_equal(traced.per_query, whole.per_query)
+
+
+def test_an_overflowing_setting_is_named_as_fuse_names_it(monkeypatch):
+    runs = [
+        {"q": trec.Ranking(["a", "b"], [1e308, 1.0])},
+        {"q": trec.Ranking(["b", "a"], [2.0, 1e308])},
+    ]
+    kw = dict(method="wsum", norm="none", metric="P@1", grid={"weights": [[1, 1], [1, 0.5]]})
+    with pytest.raises(ValueError) as traced:
+        rankfusion.optimize(runs, {"q": {"a": 1}}, **kw)
+    monkeypatch.setattr(_optimize, "_traceable", lambda plan: False)
+    with pytest.raises(ValueError) as whole:
+        rankfusion.optimize(runs, {"q": {"a": 1}}, **kw)
+    assert str(traced.value) == str(whole.value)
+    assert str(traced.value) == (
+        "query 'q' (weights=(1.0, 1.0)): the fused score of key 'a' is not finite (inf)"
+    )
+
+
+@pytest.mark.parametrize("metric", ["nDCG@10", "AP", "P@5", "Rprec", "Success@1", "Judged@5"])
+def test_the_evaluator_gives_ir_measures_values(small_cranfield, metric):
+    runs, qrels = small_cranfield
+    fused = trec.to_dict(trec.fuse(runs, queries=list(qrels)[:30]))
+    measure = ir_measures.parse_measure(metric)
+    queries = list(qrels)
+    evaluate = _optimize._Evaluator(measure, qrels, queries)
+    assert (evaluate.direct is None) == (metric == "Judged@5")  # not a trec_eval measure
+    want = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, fused)}
+    assert evaluate(fused).tolist() == [want[q] for q in queries]
+
+
+def test_trace_arguments_are_checked():
+    ids = np.array([[1, 2]])
+    ranks = np.array([[[1], [2]]], dtype=np.int32)
+    trace = _core._Trace(ids, [2], ranks)
+    counts, got, scores = trace.combine("rrf", None, None, [60.0, 0.0], cutoff=1)
+    assert counts.tolist() == [[1], [1]] and got.tolist() == [1, 1]
+    assert scores.tolist() == [1 / 61, 1 / 1]
+    with pytest.raises(ValueError, match="settings\\[1\\]: k must be >= 0"):
+        trace.combine("rrf", None, None, [60.0, -1.0])
+    with pytest.raises(ValueError, match="settings\\[0\\]: method 'wsum' needs the trace's"):
+        trace.combine("wsum", None, [[1.0]], None)
+    with pytest.raises(ValueError, match="method 'condorcet' is not scored from a trace"):
+        trace.combine("condorcet", None, [[1.0]], None)
+    with pytest.raises(ValueError, match="weights has 2 columns"):
+        trace.combine("rrf", None, [[1.0, 1.0]], None)
+    with pytest.raises(ValueError, match="counts\\[0\\] is 3"):
+        _core._Trace(ids, [3], ranks)
+    with pytest.raises(ValueError, match="shape"):
+        _core._Trace(ids, [2], np.zeros((1, 3, 1), np.int32))
+    with pytest.raises(TypeError, match="ranks must be an array of int32"):
+        _core._Trace(ids, [2], ranks.astype(float))
 
 
 # --- cross-validation -------------------------------------------------------------------------
