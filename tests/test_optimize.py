@@ -26,7 +26,7 @@ from rankfusion.cli import main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CRANFIELD = ROOT / "data" / "cranfield"
-VASWANI = ROOT.parent / "shared" / "data" / "vaswani"
+VASWANI = ROOT / "data" / "vaswani"
 
 
 def collection(name: str) -> Path:
@@ -36,21 +36,35 @@ def collection(name: str) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module", params=["cranfield", "vaswani"])
-def three_runs(request, tmp_path_factory):
-    """BM25, MiniLM and a third run made from MiniLM (tests/_third_run.py), and the qrels."""
-    folder = collection(request.param)
-    third = tmp_path_factory.mktemp(request.param) / "noisy.run"
-    write_noisy_run(str(folder / "minilm.run.gz"), str(third))
-    files = [str(folder / "bm25.run.gz"), str(folder / "minilm.run.gz"), str(third)]
-    return files, str(folder / "qrels.txt")
+@pytest.fixture(scope="module")
+def collections(tmp_path_factory):
+    """``get(name)``: BM25, MiniLM and a third run made from MiniLM (tests/_third_run.py), and
+    the qrels, of a shipped collection (made once)."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            folder = collection(name)
+            third = tmp_path_factory.mktemp(name) / "noisy.run"
+            write_noisy_run(str(folder / "minilm.run.gz"), str(third))
+            files = [str(folder / "bm25.run.gz"), str(folder / "minilm.run.gz"), str(third)]
+            made[name] = (files, str(folder / "qrels.txt"))
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(params=["cranfield", "vaswani"])
+def three_runs(request, collections):
+    return collections(request.param)
 
 
 # --- the grid ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("runs", [1, 2, 3, 4, 5])
-@pytest.mark.parametrize("units", [1, 4, 10, 20])
+@pytest.mark.parametrize(
+    "runs, units", [(r, u) for r in (1, 2, 3, 4, 5) for u in (1, 4, 10)] + [(2, 20), (3, 20)]
+)
 def test_weights_grid_is_every_composition(runs, units):
     # every vector of `runs` whole numbers of steps summing to `units` steps, by brute force
     expected = [c for c in itertools.product(range(units + 1), repeat=runs) if sum(c) == units]
@@ -59,14 +73,14 @@ def test_weights_grid_is_every_composition(runs, units):
     assert got == [tuple(i / units for i in c) for c in expected]  # the same order, too
 
 
-def test_three_runs_at_a_tenth_is_66_triples_and_ranx_tries_62():
+def test_three_runs_at_a_tenth_is_66_triples_four_of_which_a_float_sum_filter_drops():
     got = list(_weights_of(10, 3))
     assert len(got) == 66 and (0.2, 0.7, 0.1) in got
-    optimize_weights = pytest.importorskip("ranx.fusion_optimization.optimize_weights")
-    tried = optimize_weights.get_trial_configs(optimize_weights.get_possible_weights(0.1), 3)
-    tried = {tuple(map(float, t)) for t in tried}
-    assert len(tried) == 62 and tried < set(got)
-    assert set(got) - tried == {(0.2, 0.7, 0.1), (0.3, 0.6, 0.1), (0.6, 0.3, 0.1), (0.7, 0.2, 0.1)}
+    # ranx's filter: the product of round(arange(0, 1.1, 0.1), 1) whose float sum == 1.0
+    tenths = [round(i * 0.1, 1) for i in range(11)]
+    kept = {c for c in itertools.product(tenths, repeat=3) if sum(c) == 1.0}
+    assert len(kept) == 62 and kept < set(got)
+    assert set(got) - kept == {(0.2, 0.7, 0.1), (0.3, 0.6, 0.1), (0.6, 0.3, 0.1), (0.7, 0.2, 0.1)}
 
 
 def test_default_grids(three_runs):
@@ -127,33 +141,26 @@ def brute_force(files, qrels_path, method, norm, metric, settings):
     return scores, best
 
 
+K_GRID = [{"k": k} for k in range(10, 101, 10)]
+PAIRS = [{"weights": (i / 10, (10 - i) / 10)} for i in range(11)]
+TRIPLES = [
+    {"weights": (a / 10, b / 10, (10 - a - b) / 10)} for a in range(11) for b in range(11 - a)
+]
+
+
 @pytest.mark.parametrize(
-    "method, norm, metric, runs, grid",
+    "name, method, norm, metric, runs, grid",
     [
-        ("rrf", None, "nDCG@10", 2, [{"k": k} for k in range(10, 101, 10)]),
-        (
-            "wsum",
-            "min-max",
-            "nDCG@10",
-            2,
-            [{"weights": (i / 10, (10 - i) / 10)} for i in range(11)],
-        ),
-        (
-            "wsum",
-            "min-max",
-            "nDCG@10",
-            3,
-            [
-                {"weights": (a / 10, b / 10, (10 - a - b) / 10)}
-                for a in range(11)
-                for b in range(11 - a)
-            ],
-        ),
-        ("rrf", None, "AP", 2, [{"k": k} for k in (1, 60)]),
+        ("cranfield", "rrf", None, "nDCG@10", 2, K_GRID),
+        ("cranfield", "wsum", "min-max", "nDCG@10", 2, PAIRS),
+        ("cranfield", "rrf", None, "AP", 2, [{"k": k} for k in (1, 60)]),
+        ("vaswani", "rrf", None, "nDCG@10", 2, K_GRID),
+        ("vaswani", "wsum", "min-max", "nDCG@10", 3, TRIPLES),
     ],
 )
-def test_in_sample_best_equals_brute_force(three_runs, method, norm, metric, runs, grid):
-    files, qrels = three_runs
+def test_in_sample_best_equals_brute_force(collections, name, method, norm, metric, runs, grid):
+    # (benches/optimize_checks.py does the same for more grids, run sets and both collections)
+    files, qrels = collections(name)
     files = files[:runs]
     # the default grid, but for AP (a measure of the whole list) a short one
     given = {"k": [s["k"] for s in grid]} if metric == "AP" else None
@@ -401,8 +408,8 @@ def test_trace_arguments_are_checked():
 # --- cross-validation -------------------------------------------------------------------------
 
 
-def test_cross_validation_is_deterministic_and_adds_up(three_runs):
-    files, qrels = three_runs
+def test_cross_validation_is_deterministic_and_adds_up(collections):
+    files, qrels = collections("vaswani")
     kwargs = dict(method="wsum", norm="min-max", metric="nDCG@10", folds=5, seed=7)
     a = rankfusion.optimize(files, qrels, **kwargs)
     b = rankfusion.optimize(files, qrels, **kwargs)
