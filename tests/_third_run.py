@@ -1,8 +1,11 @@
-"""A third run for the three-run checks of ``rankfusion.optimize``, made from a shipped one: each
-score moved by a deterministic amount in [-amplitude, amplitude] drawn from the BLAKE2b hash of
-``qid:docid`` (no random generator, so every platform and numpy version writes the same file).
-On MiniLM's cosine scores the default amplitude (0.05) reorders a query's documents about as much
-as a different dense model would."""
+"""Third runs for the three-run checks of ``rankfusion.optimize``, made from the shipped ones:
+
+- ``write_noisy_run``: a shipped run (MiniLM) with each score moved by a deterministic amount in
+  [-amplitude, amplitude] drawn from the BLAKE2b hash of ``qid:docid`` (no random generator, so
+  every platform and numpy version writes the same file). On MiniLM's cosine scores the default
+  amplitude (0.05) reorders a query's documents about as much as a different dense model would;
+- ``write_fused_run``: the RRF fusion (k=60) of two shipped runs, its top 100 per query, as a run
+  whose scores are the fused scores (a run strongly correlated with both of the others)."""
 
 from __future__ import annotations
 
@@ -28,4 +31,12 @@ def write_noisy_run(source: str, out: str, amplitude: float = 0.05) -> str:
         for qid, ranking in run.items()
     }
     trec.write_run(noisy, out, tag="noisy")
+    return out
+
+
+def write_fused_run(sources: "list[str]", out: str, depth: int = 100) -> str:
+    """Writes the RRF fusion (k=60) of the runs ``sources``, the first ``depth`` documents of each
+    query, to ``out``; returns ``out``."""
+    fused = trec.fuse([trec.read_run(s) for s in sources], limit=depth)
+    trec.write_run(fused, out, tag="rrf")
     return out
