@@ -563,17 +563,15 @@ def _matrices(
     of similar size, one (rows, N_i) int64 code matrix per run, padded with -1, and the raw
     scores aligned with it (NaN in the pads); ``names[code]`` is the doc id of a code (a doc
     has one code in every run and query)."""
-    code: Dict[str, int] = {}
-    lists: List[List[List[int]]] = [[] for _ in runs]
-    raws: List[List[List[float]]] = [[] for _ in runs]
     empty = trec.Ranking([], [])
-    for qid in queries:
-        for i, run in enumerate(runs):
-            ranking = run.get(qid, empty)
-            lists[i].append([code.setdefault(d, len(code)) for d in ranking.docids])
-            raws[i].append(list(ranking.scores))
-    names = list(code)
-    size = np.array([sum(len(lists[i][j]) for i in range(len(runs))) for j in range(len(queries))])
+    rankings = [[run.get(qid, empty) for qid in queries] for run in runs]  # [run][query]
+    # codes in order of first appearance, query by query, run by run
+    seen = itertools.chain.from_iterable(r.docids for row in zip(*rankings) for r in row)
+    names = list(dict.fromkeys(seen))
+    code = {d: c for c, d in enumerate(names)}
+    lens = np.array([[len(r.docids) for r in per_run] for per_run in rankings], np.int64)
+    lens = lens.reshape(len(runs), len(queries))
+    size = lens.sum(axis=0)
     by_size = np.argsort(size, kind="stable").tolist()
     blocks: List[Block] = []
     a = 0
@@ -583,14 +581,17 @@ def _matrices(
             b += 1
         rows = sorted(by_size[a:b])
         ids, raw = [], []
-        for i in range(len(runs)):
-            width = max((len(lists[i][j]) for j in rows), default=0)
+        for i, per_run in enumerate(rankings):
+            n = lens[i, rows]
+            width = int(n.max(initial=0))
+            total = int(n.sum())
+            docs = itertools.chain.from_iterable(per_run[j].docids for j in rows)
+            scores = itertools.chain.from_iterable(per_run[j].scores for j in rows)
+            filled = np.arange(width)[None, :] < n[:, None]  # row-major: the rows' items in order
             m = np.full((len(rows), width), -1, np.int64)
+            m[filled] = np.fromiter(map(code.__getitem__, docs), np.int64, total)
             r = np.full((len(rows), width), np.nan)
-            for row, j in enumerate(rows):
-                n = len(lists[i][j])
-                m[row, :n] = lists[i][j]
-                r[row, :n] = raws[i][j]
+            r[filled] = np.fromiter(scores, np.float64, total)
             ids.append(m)
             raw.append(r)
         blocks.append(([queries[j] for j in rows], ids, raw))
@@ -665,8 +666,15 @@ def optimize(
     Ties in the mean go to the first setting in grid order (ranx's ``optimize_fusion`` takes
     the last). Raises TypeError / ValueError naming a bad argument (every setting of the grid is
     checked as ``fuse`` checks it, before any is fused), what the readers raise for bad files
-    (``TrecFormatError``, ``frame.TableError``), ValueError ``"query 'q': ..."`` for a query
-    that cannot be fused, ImportError without ir-measures or pyarrow.
+    (``TrecFormatError``, ``frame.TableError``), ValueError ``"query 'q' (setting): ..."`` for
+    a query that a setting cannot fuse (its message is ``fuse``'s: a score that overflows, a raw
+    score that is not finite), ImportError without ir-measures or pyarrow.
+
+    Each setting's fused lists are exactly ``fuse``'s with that setting (same documents, order
+    and score bits). Grids of rrf, rbc, logn_isr, gmnz, wsum, relative_score, mixed and wmnz over
+    their weights and k / phi / sigma / gamma (``duplicates="first"``, any norm but borda) are
+    scored from one traced fusion of the runs in the core; other grids fuse each setting whole.
+    See docs/optimize.md.
     """
     plan = _plan(
         runs, method, norm, metric, step, grid, seed, order, window, duplicates,
@@ -910,7 +918,8 @@ def _traced_runs(
     """Each setting's fused run ``{qid: {docid: score}}`` (cut at ``cutoff``, see
     ``_ranked_dicts``), in grid order, scored from the traces in batches of settings: the next
     batch is scored in the core (the GIL released) while this one is evaluated. Memory: two
-    batches' hits as arrays, one setting's run as dicts."""
+    batches' hits (about ``_BATCH_HITS`` each at most; this one's also as Python lists) and one
+    setting's run as dicts."""
     method, settings = plan.method, plan.settings
     param = _TRACED[method]
     tuned = plan.grid.names
@@ -918,7 +927,9 @@ def _traced_runs(
     hits = sum(n for _, n in traces)  # each setting's most hits: the traced fusion's
     size = max(1, min(len(settings), _BATCH_HITS // max(hits, 1)))
     batches = [settings[a : a + size] for a in range(0, len(settings), size)]
-    core_threads = max(1, pool_threads(threads) - 1)  # this thread evaluates
+    # one batch: scored on every thread, then evaluated; more: the next batch is scored on all
+    # threads but this one, which evaluates
+    core_threads = pool_threads(threads) if len(batches) == 1 else max(1, pool_threads(threads) - 1)
 
     def combine(batch: List[Setting]) -> List[Tuple[Any, Any, Any]]:
         weights = np.array([s["weights"] for s in batch], float) if "weights" in tuned else None
@@ -938,10 +949,9 @@ def _traced_runs(
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="rankfusion-optimize")
     try:
-        pending = pool.submit(combine, batches[0]) if batches else None
+        pending = pool.submit(combine, batches[0]) if len(batches) > 1 else None
         for b, batch in enumerate(batches):
-            assert pending is not None
-            combined = pending.result()
+            combined = combine(batch) if pending is None else pending.result()
             if b + 1 < len(batches):
                 pending = pool.submit(combine, batches[b + 1])
             parts = [
