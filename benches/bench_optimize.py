@@ -1,25 +1,28 @@
-"""Tuning a fusion on qrels, whole process, side by side: ``rankfusion optimize`` vs
-``ranx.optimize_fusion``, on the shipped Cranfield runs.
+"""Tuning a fusion on qrels, side by side: ``rankfusion optimize`` vs ``ranx.optimize_fusion`` on
+the shipped Cranfield runs.
 
-Workloads (the ones the optimize docs quote):
+Workloads (the ones docs/optimize.md quotes):
 - ``wsum``: a min-max weighted sum of 3 runs (BM25, MiniLM and a third run made from MiniLM by
   tests/_third_run.py), weights in steps of 0.1 (rankfusion: all 66 triples; ranx: the 62 its
   float filter keeps), nDCG@10;
 - ``rrf``: RRF of BM25 and MiniLM, k = 10, 20, ..., 100, nDCG@10.
 
-What is timed, in rounds that alternate the tools (min of rounds; the machine is shared):
-- whole processes: ``rankfusion optimize ... -q`` (the command) and ``python -c`` running ranx
-  the way its docs do it (``Run.from_file``, ``Qrels.from_file``, ``optimize_fusion``): imports,
-  reading and, for ranx, numba's JIT warm-up included, since a user pays them every time (ranx
-  caches compiled code on disk, ``cache=True``; one untimed ranx process fills that cache first);
-- in-process, after warm-up: ``rankfusion.optimize`` on the run files vs ``optimize_fusion`` on
-  ranx Runs already read, each called once before the timed calls (ranx without its JIT
-  warm-up, and without reading the files, which rankfusion's figure includes).
+What is timed, in rounds that alternate the tools (min of rounds; the machine is shared, so the
+ratios matter, not the seconds):
+- ``whole process, cold JIT``: ``rankfusion optimize ... -q`` (the command) vs ``python -c``
+  running ranx the way its docs do it (``Run.from_file``, ``Qrels.from_file``,
+  ``optimize_fusion``) with an empty numba cache (``NUMBA_CACHE_DIR`` a new folder): imports,
+  reading, and ranx's JIT compilation, which a user pays on a first run;
+- ``whole process, warm JIT``: the same with ranx's numba cache filled (ranx caches compiled
+  code on disk, ``cache=True``): what a user pays on later runs (imports, reading, loading the
+  compiled code);
+- ``in-process``: ``rankfusion.optimize`` on the run files vs ``optimize_fusion`` on ranx Runs
+  already read, each called once before the timed calls (ranx without any warm-up, and without
+  reading the files, which rankfusion's figure includes).
 
-Both tools' choices are printed, and whether ranx's best setting has the same score in
-rankfusion's table (to 1e-12).
+Both tools' choices are printed, with ranx's setting's score in rankfusion's table.
 
-    python benches/bench_optimize.py [--rounds 3] [--data data/cranfield]
+    python benches/bench_optimize.py [--rounds 3] [--data data/cranfield] [--workloads wsum,rrf]
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -43,7 +46,7 @@ from _third_run import write_noisy_run  # noqa: E402  (tests/_third_run.py)
 from rankfusion import trec  # noqa: E402
 
 RANX_SCRIPT = r"""
-import json, sys, time, warnings
+import json, sys, warnings
 warnings.filterwarnings("ignore")
 from ranx import Qrels, Run, optimize_fusion
 spec = json.loads(sys.argv[1])
@@ -74,34 +77,38 @@ def prepare(data: Path, folder: str) -> Dict[str, str]:
     return paths
 
 
-def run_files(paths: Dict[str, str], n: int) -> List[str]:
-    return [paths["bm25"], paths["minilm"], paths["noisy"]][:n]
-
-
 def ours_command(files: Sequence[str], qrels: str, w: dict) -> float:
     command = [sys.executable, "-m", "rankfusion", "optimize", *files, "--qrels", qrels]
     command += ["--method", w["method"], "--metric", w["metric"], "-q"]
     if w["norm"]:
         command += ["--norm", w["norm"]]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     t0 = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
-def ranx_command(files: Sequence[str], qrels: str, w: dict) -> float:
+def ranx_command(files: Sequence[str], qrels: str, w: dict, cache: Optional[str]) -> float:
     spec = {"runs": list(files), "qrels": qrels, "norm": w["norm"], "method": w["method"]}
     spec["metric"] = w["metric"]
+    env = dict(os.environ)
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = cache
     t0 = time.perf_counter()
     subprocess.run(
         [sys.executable, "-c", RANX_SCRIPT, json.dumps(spec)],
         check=True,
         stdout=subprocess.DEVNULL,
+        env=env,
     )
     return time.perf_counter() - t0
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def row(name: str, what: str, ours: List[float], ranx: List[float]) -> None:
+    a, b = min(ours), min(ranx)
+    print(f"{name:<8} {what:<28} {a:10.3f} {b:10.3f} {b / a:7.1f}x")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds per tool (default 3)")
     parser.add_argument("--data", default=str(ROOT / "data" / "cranfield"))
@@ -114,22 +121,25 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         paths = prepare(Path(args.data), folder)
+        warm_cache = os.path.join(folder, "numba-warm")
         print(f"data: {args.data}; min of {args.rounds} interleaved rounds; seconds")
-        header = f"{'workload':<8} {'what':<34} {'rankfusion':>10} {'ranx':>10} {'ratio':>7}"
-        print(header)
+        print(f"{'workload':<8} {'what':<28} {'rankfusion':>10} {'ranx':>10} {'ratio':>8}")
         for name in args.workloads.split(","):
             w = WORKLOADS[name]
-            files = run_files(paths, w["runs"])
-            # untimed: .pyc files, the page cache, ranx's numba cache on disk
+            files = [paths["bm25"], paths["minilm"], paths["noisy"]][: w["runs"]]
+            # untimed: the page cache, and ranx's numba cache for the warm rows
             ours_command(files, paths["qrels"], w)
-            ranx_command(files, paths["qrels"], w)
-            whole: Dict[str, List[float]] = {"ours": [], "ranx": []}
-            for _ in range(args.rounds):
-                whole["ours"].append(ours_command(files, paths["qrels"], w))
-                whole["ranx"].append(ranx_command(files, paths["qrels"], w))
-            a, b = min(whole["ours"]), min(whole["ranx"])
-            print(f"{name:<8} {'whole process (JIT warm-up incl.)':<34} {a:10.3f} {b:10.3f} "
-                  f"{b / a:6.1f}x")  # fmt: skip
+            ranx_command(files, paths["qrels"], w, warm_cache)
+            cold: Dict[str, List[float]] = {"ours": [], "ranx": []}
+            warm: Dict[str, List[float]] = {"ours": [], "ranx": []}
+            for r in range(args.rounds):
+                cold["ours"].append(ours_command(files, paths["qrels"], w))
+                empty = os.path.join(folder, f"numba-cold-{name}-{r}")
+                cold["ranx"].append(ranx_command(files, paths["qrels"], w, empty))
+                warm["ours"].append(ours_command(files, paths["qrels"], w))
+                warm["ranx"].append(ranx_command(files, paths["qrels"], w, warm_cache))
+            row(name, "whole process, cold JIT", cold["ours"], cold["ranx"])
+            row("", "whole process, warm JIT", warm["ours"], warm["ranx"])
 
             rruns = [Run.from_file(f, kind="trec") for f in files]
             rqrels = Qrels.from_file(paths["qrels"], kind="trec")
@@ -147,20 +157,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                 t2 = time.perf_counter()
                 inproc["ours"].append(t1 - t0)
                 inproc["ranx"].append(t2 - t1)
-            a, b = min(inproc["ours"]), min(inproc["ranx"])
-            print(f"{'':<8} {'in-process, after warm-up':<34} {a:10.3f} {b:10.3f} {b / a:6.1f}x")
+            row("", "in-process, after warm-up", inproc["ours"], inproc["ranx"])
 
             key = "k" if w["method"] == "rrf" else "weights"
             value = theirs[key]
             value = tuple(float(x) for x in value) if key == "weights" else value
-            table = {tuple(s[key]) if key == "weights" else s[key]: v for s, v in
-                     zip(ours.settings, ours.scores)}  # fmt: skip
+            table = {s[key]: v for s, v in zip(ours.settings, ours.scores)}
             ranx_score = dict(zip(report.configs, report.results))[str(theirs[key])]
             print(
                 f"{'':<8} settings: rankfusion {len(ours.settings)}, ranx {len(report.configs)}; "
-                f"best: rankfusion {key}={ours.best[key]} {ours.best_score:.6f}, ranx {key}="
-                f"{value} (its score {ranx_score:.6f}; in rankfusion's table "
-                f"{table[value]:.6f}, |diff| {abs(table[value] - ranx_score):.1e})"
+                f"rankfusion's choice {key}={ours.best[key]} {ours.best_score:.6f}; ranx's "
+                f"{key}={value} (ranx's figure {ranx_score:.6f}, rankfusion's {table[value]:.6f})"
             )
 
 
