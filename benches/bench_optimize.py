@@ -18,11 +18,14 @@ ratios matter, not the seconds):
   compiled code);
 - ``in-process``: ``rankfusion.optimize`` on the run files vs ``optimize_fusion`` on ranx Runs
   already read, each called once before the timed calls (ranx without any warm-up, and without
-  reading the files, which rankfusion's figure includes).
+  reading the files, which rankfusion's figure includes);
+- ``in-process, runs read``: the same with rankfusion given the runs and qrels already read
+  (``trec.read_run``, ``trec.read_qrels``), as ranx is.
 
 Both tools' choices are printed, with ranx's setting's score in rankfusion's table.
 
     python benches/bench_optimize.py [--rounds 3] [--data data/cranfield] [--workloads wsum,rrf]
+                                     [--rows processes,inprocess]
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per tool (default 3)")
     parser.add_argument("--data", default=str(ROOT / "data" / "cranfield"))
     parser.add_argument("--workloads", default="wsum,rrf")
+    parser.add_argument("--rows", default="processes,inprocess", help="which rows to time")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     from ranx import Qrels, Run, optimize_fusion
@@ -127,19 +131,22 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for name in args.workloads.split(","):
             w = WORKLOADS[name]
             files = [paths["bm25"], paths["minilm"], paths["noisy"]][: w["runs"]]
-            # untimed: the page cache, and ranx's numba cache for the warm rows
-            ours_command(files, paths["qrels"], w)
-            ranx_command(files, paths["qrels"], w, warm_cache)
-            cold: Dict[str, List[float]] = {"ours": [], "ranx": []}
-            warm: Dict[str, List[float]] = {"ours": [], "ranx": []}
-            for r in range(args.rounds):
-                cold["ours"].append(ours_command(files, paths["qrels"], w))
-                empty = os.path.join(folder, f"numba-cold-{name}-{r}")
-                cold["ranx"].append(ranx_command(files, paths["qrels"], w, empty))
-                warm["ours"].append(ours_command(files, paths["qrels"], w))
-                warm["ranx"].append(ranx_command(files, paths["qrels"], w, warm_cache))
-            row(name, "whole process, cold JIT", cold["ours"], cold["ranx"])
-            row("", "whole process, warm JIT", warm["ours"], warm["ranx"])
+            if "processes" in args.rows:
+                # untimed: the page cache, and ranx's numba cache for the warm rows
+                ours_command(files, paths["qrels"], w)
+                ranx_command(files, paths["qrels"], w, warm_cache)
+                cold: Dict[str, List[float]] = {"ours": [], "ranx": []}
+                warm: Dict[str, List[float]] = {"ours": [], "ranx": []}
+                for r in range(args.rounds):
+                    cold["ours"].append(ours_command(files, paths["qrels"], w))
+                    empty = os.path.join(folder, f"numba-cold-{name}-{r}")
+                    cold["ranx"].append(ranx_command(files, paths["qrels"], w, empty))
+                    warm["ours"].append(ours_command(files, paths["qrels"], w))
+                    warm["ranx"].append(ranx_command(files, paths["qrels"], w, warm_cache))
+                row(name, "whole process, cold JIT", cold["ours"], cold["ranx"])
+                row("", "whole process, warm JIT", warm["ours"], warm["ranx"])
+            if "inprocess" not in args.rows:
+                continue
 
             rruns = [Run.from_file(f, kind="trec") for f in files]
             rqrels = Qrels.from_file(paths["qrels"], kind="trec")
@@ -148,16 +155,22 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             theirs, report = optimize_fusion(
                 rqrels, rruns, **kwargs, show_progress=False, return_optimization_report=True
             )
-            inproc: Dict[str, List[float]] = {"ours": [], "ranx": []}
+            runs = [trec.read_run(f) for f in files]
+            qrels = trec.read_qrels(paths["qrels"])
+            inproc: Dict[str, List[float]] = {"ours": [], "read": [], "ranx": []}
             for _ in range(args.rounds):
                 t0 = time.perf_counter()
                 rankfusion.optimize(files, paths["qrels"], **kwargs)
                 t1 = time.perf_counter()
                 optimize_fusion(rqrels, rruns, **kwargs, show_progress=False)
                 t2 = time.perf_counter()
+                rankfusion.optimize(runs, qrels, **kwargs)
+                t3 = time.perf_counter()
                 inproc["ours"].append(t1 - t0)
                 inproc["ranx"].append(t2 - t1)
-            row("", "in-process, after warm-up", inproc["ours"], inproc["ranx"])
+                inproc["read"].append(t3 - t2)
+            row(name, "in-process, after warm-up", inproc["ours"], inproc["ranx"])
+            row("", "in-process, runs read", inproc["read"], inproc["ranx"])
 
             key = "k" if w["method"] == "rrf" else "weights"
             value = theirs[key]

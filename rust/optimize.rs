@@ -40,6 +40,8 @@ pub struct Trace {
     counts: Vec<usize>,
     ranks: Vec<i32>,
     values: Option<Vec<f64>>,
+    /// Per list, its largest rank in the trace.
+    max_ranks: Vec<usize>,
 }
 
 impl Trace {
@@ -84,6 +86,12 @@ impl Trace {
         if let Some(at) = ranks.iter().position(|&r| r < 0) {
             return bad(format!("ranks[{at}] is {}, below 0", ranks[at]));
         }
+        let mut max_ranks = vec![0; lists];
+        for hit in ranks.chunks_exact(lists.max(1)) {
+            for (top, &r) in max_ranks.iter_mut().zip(hit) {
+                *top = (*top).max(r as usize);
+            }
+        }
         Ok(Trace {
             rows,
             width,
@@ -92,6 +100,7 @@ impl Trace {
             counts: checked,
             ranks,
             values,
+            max_ranks,
         })
     }
 
@@ -237,6 +246,12 @@ fn setting(
                 ),
             ))
         }
+    };
+    // the rank values of every rank in the trace, computed once (`Plan::contribution`)
+    let plan = &if method.is_rank_based() {
+        plan.clone().with_contributions(&trace.max_ranks)
+    } else {
+        plan.clone()
     };
     let mut out = Combined {
         counts: Vec::with_capacity(trace.rows),

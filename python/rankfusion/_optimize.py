@@ -954,20 +954,17 @@ def _traced_runs(
             combined = combine(batch) if pending is None else pending.result()
             if b + 1 < len(batches):
                 pending = pool.submit(combine, batches[b + 1])
+            # per block, its (docid, score) pairs, setting after setting, row after row
             parts = [
-                (qids, counts.tolist(), names[ids].tolist(), scores.tolist())
+                (qids, counts.tolist(), zip(names[ids].tolist(), scores.tolist()))
                 for (qids, _, _), (counts, ids, scores) in zip(blocks, combined)
             ]
             del combined
-            at = [0] * len(parts)
             for s in range(len(batch)):
                 run: Dict[str, Dict[str, float]] = {}
-                for p, (qids, counts, docs, scores) in enumerate(parts):
-                    a = at[p]
+                for qids, counts, pairs in parts:
                     for qid, n in zip(qids, counts[s]):
-                        run[qid] = dict(zip(docs[a : a + n], scores[a : a + n]))
-                        a += n
-                    at[p] = a
+                        run[qid] = dict(itertools.islice(pairs, n))
                 yield run
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
