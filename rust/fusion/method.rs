@@ -55,6 +55,8 @@ pub struct Scored {
     norms: Vec<ListNorm>,
     sums: Vec<f64>,
     ranks: Vec<u32>,
+    positions: Vec<u32>,
+    slot_of: Vec<u8>,
 }
 
 /// A list's normalisation, its statistics computed.
@@ -87,7 +89,7 @@ impl ListNorm {
 
 /// The normalisation `norm` of one list whose counted raw scores (in list order, negated when
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
-fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
+fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
     let (mut low, mut high) = (values[0], values[0]);
     for &v in values.iter() {
@@ -115,8 +117,9 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
         Norm::Max => ListNorm::Scale { div: high },
         Norm::Sum => {
             // Welford's order is the list's; the sums are canonical (any order gives the bits).
-            let mut shifted: Vec<f64> = values.iter().map(|&v| v - low).collect();
-            let total = canonical_sum(&mut shifted);
+            scratch.clear();
+            scratch.extend(values.iter().map(|&v| v - low));
+            let total = canonical_sum_runs(scratch);
             if total == 0.0 {
                 ListNorm::Constant(1.0 / n)
             } else {
@@ -127,9 +130,11 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
             }
         }
         Norm::ZScore => {
-            let mean = canonical_sum(&mut values.to_vec()) / n;
-            let mut squares: Vec<f64> = values.iter().map(|&v| (v - mean) * (v - mean)).collect();
-            let sd = (canonical_sum(&mut squares) / n).sqrt();
+            // (The mean sorts `values`: the squares are the same values in another order.)
+            let mean = canonical_sum_runs(values) / n;
+            scratch.clear();
+            scratch.extend(values.iter().map(|&v| (v - mean) * (v - mean)));
+            let sd = (canonical_sum_runs(scratch) / n).sqrt();
             if sd == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -137,8 +142,9 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
             }
         }
         Norm::L2 => {
-            let mut squares: Vec<f64> = values.iter().map(|&v| v * v).collect();
-            let length = canonical_sum(&mut squares).sqrt();
+            scratch.clear();
+            scratch.extend(values.iter().map(|&v| v * v));
+            let length = canonical_sum_runs(scratch).sqrt();
             if length == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -170,6 +176,14 @@ fn list_norm(norm: Norm, values: &mut [f64]) -> Result<ListNorm, Error> {
     })
 }
 
+/// [`canonical_sum`] by a stable sort, which merges the ascending and descending runs a list's
+/// scores (and their squares) mostly come in rather than sorting them afresh: the same bits
+/// (values equal under `total_cmp` have the same bits, so stability changes nothing).
+fn canonical_sum_runs(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.iter().fold(0.0, |acc, &v| acc + v)
+}
+
 /// The median of `values` (sorted in place, stably: equal values keep their order, as Python's
 /// `sorted` keeps them): the middle one, or the mean of the two middle ones.
 fn median(values: &mut [f64]) -> f64 {
@@ -182,11 +196,387 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// List `list`'s raw score at `position` (NaN when the list has no scores).
+#[inline]
+fn raw(scores: Scores<'_>, list: usize, position: u32) -> f64 {
+    scores
+        .get(list)
+        .copied()
+        .flatten()
+        .map_or(f64::NAN, |s| s[position as usize])
+}
+
+/// -1.0 for a lower-is-better list, else 1.0.
+#[inline]
+fn sign(plan: &Plan, list: usize) -> f64 {
+    match &plan.params.lower_is_better {
+        Some(lower) if lower[list] => -1.0,
+        _ => 1.0,
+    }
+}
+
+/// What [`contribution`] reads of a query besides the list and position.
+struct Query<'a> {
+    plan: &'a Plan,
+    norms: &'a [ListNorm],
+    /// Per list (by index), the items read (holes not counted).
+    n_read: &'a [u32],
+    /// The number of keys of the query, as a float.
+    n_c: f64,
+    scores: Scores<'a>,
+}
+
+/// The contribution of list `list`'s item at `position` to a key ([`UNRANKED`]: the value a
+/// list not holding the key gives it, for the methods that fill). `Err(v)`: the normalised
+/// value `v` is not finite.
+#[inline]
+fn contribution(q: &Query<'_>, list: usize, position: u32) -> Result<Contribution, f64> {
+    let plan = q.plan;
+    let (method, norm) = (plan.params.method, plan.norm);
+    let w = plan.weights[list];
+    let rank = if position == UNRANKED {
+        0
+    } else {
+        position as u64 + 1
+    };
+    let mut v = f64::NAN;
+    let c = match method {
+        Method::Bordafuse => {
+            v = borda_points(q.n_c, q.n_read[list], rank);
+            w * v
+        }
+        Method::Condorcet => w,
+        _ => {
+            v = match norm {
+                Norm::Rank | Norm::Borda => rank_norm(norm, q.n_c, q.n_read[list], rank),
+                _ if rank == 0 => 0.0,
+                _ => q.norms[list].apply(sign(plan, list) * raw(q.scores, list, position)),
+            };
+            if !v.is_finite() {
+                return Err(v);
+            }
+            term(method, w, v)
+        }
+    };
+    Ok(Contribution {
+        list: list as u32,
+        position,
+        value: c,
+        raw: if rank == 0 {
+            f64::NAN
+        } else {
+            raw(q.scores, list, position)
+        },
+        normalized: v,
+    })
+}
+
+/// What a score-based method adds for a normalised value `v` of a list of weight `w`.
+#[inline(always)]
+fn term(method: Method, w: f64, v: f64) -> f64 {
+    match method {
+        Method::Wsum | Method::Mixed | Method::RelativeScore | Method::ArithmeticMean => w * v,
+        Method::GeometricMean if v > 0.0 => w * v.ln(),
+        Method::HarmonicMean if v > 0.0 => w / v,
+        Method::GeometricMean | Method::HarmonicMean => 0.0,
+        _ => v,
+    }
+}
+
+/// The methods whose score is the canonical sum of a key's terms, scaled by [`scale_sum`].
+fn sums_terms(method: Method) -> bool {
+    matches!(
+        method,
+        Method::Sum
+            | Method::Wsum
+            | Method::Mnz
+            | Method::Anz
+            | Method::Gmnz
+            | Method::Wmnz
+            | Method::Mixed
+            | Method::RelativeScore
+            | Method::Dbsf
+    )
+}
+
+/// The score of a [`sums_terms`] method from the canonical sum `total` of a key's terms, the
+/// number of lists `present` holding it and (Wmnz) `weights()`, the canonical sum of their
+/// weights: (score, factor, divisor), NaN for what the method does not apply.
+#[inline(always)]
+fn scale_sum(
+    plan: &Plan,
+    total: f64,
+    present: usize,
+    weights: impl FnOnce() -> f64,
+) -> (f64, f64, f64) {
+    let p = present as f64;
+    let (mut factor, mut divisor) = (f64::NAN, f64::NAN);
+    let score = match plan.params.method {
+        Method::Mnz => {
+            factor = p;
+            total * factor
+        }
+        Method::Anz => {
+            divisor = p;
+            total / divisor
+        }
+        Method::Gmnz => {
+            factor = p.powf(plan.params.gamma.unwrap_or(1.0));
+            total * factor
+        }
+        Method::Wmnz => {
+            factor = weights();
+            total * factor
+        }
+        Method::Mixed => {
+            factor = p.sqrt();
+            total * factor
+        }
+        _ => total,
+    };
+    (score, factor, divisor)
+}
+
+/// Max and min (Python's: the first of the largest, smallest value) or the median of a key's
+/// normalised values `values` (not empty), in list order; sorted in place for the median.
+#[inline(always)]
+fn order_stat(method: Method, values: &mut [f64]) -> f64 {
+    let pick = |better: fn(f64, f64) -> bool| {
+        let mut best = values[0];
+        for &v in &values[1..] {
+            if better(v, best) {
+                best = v;
+            }
+        }
+        best
+    };
+    match method {
+        Method::Max => pick(|v, best| v > best),
+        Method::Min => pick(|v, best| v < best),
+        _ => median(values),
+    }
+}
+
+/// The rank and borda normalisations of a key at `rank` (0: not in the list; rank gives 0.0)
+/// in a list of `n_read` items, of `n_c` keys in all.
+#[inline(always)]
+fn rank_norm(norm: Norm, n_c: f64, n_read: u32, rank: u64) -> f64 {
+    match (norm, rank) {
+        (Norm::Borda, 0) => 0.5 - (f64::from(n_read) - 1.0) / (2.0 * n_c),
+        (Norm::Borda, _) => 1.0 - (rank - 1) as f64 / n_c,
+        (_, 0) => 0.0,
+        _ => 1.0 - (rank - 1) as f64 / f64::from(n_read),
+    }
+}
+
+/// BordaFuse's points for a key at `rank` (0: not in the list) in a list of `n_read` items, of
+/// `n_c` keys in all.
+#[inline(always)]
+fn borda_points(n_c: f64, n_read: u32, rank: u64) -> f64 {
+    if rank == 0 {
+        (n_c - f64::from(n_read) + 1.0) / 2.0
+    } else {
+        n_c - rank as f64 + 1.0
+    }
+}
+
+/// Whether the method gives a key a value in every list read, holding it or not.
+fn fills(plan: &Plan) -> bool {
+    plan.norm == Norm::Borda
+        || matches!(
+            plan.params.method,
+            Method::Bordafuse | Method::ArithmeticMean
+        )
+}
+
+/// A key's score from its contributions `mine` (in list order, at least one) of which
+/// `present` lists hold it: (score, factor, divisor), NaN for what the method does not apply.
+/// Condorcet's score is set afterwards. `values` and `sums` are scratch.
+fn combine(
+    plan: &Plan,
+    mine: &[Contribution],
+    present: usize,
+    values: &mut Vec<f64>,
+    sums: &mut Vec<f64>,
+) -> (f64, f64, f64) {
+    values.clear();
+    values.extend(mine.iter().map(|c| c.value));
+    let total = canonical_sum(values);
+    let weight = |c: &Contribution| plan.weights[c.list as usize];
+    let score = match plan.params.method {
+        m if sums_terms(m) => {
+            let wmnz = || {
+                sums.clear();
+                let mut last = u32::MAX;
+                for c in mine {
+                    if c.list != last {
+                        sums.push(plan.weights[c.list as usize]);
+                        last = c.list;
+                    }
+                }
+                canonical_sum(sums)
+            };
+            return scale_sum(plan, total, present, wmnz);
+        }
+        m @ (Method::Max | Method::Min | Method::Med) => {
+            values.clear();
+            values.extend(mine.iter().map(|c| c.normalized));
+            order_stat(m, values)
+        }
+        m @ (Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean) => {
+            let parts = || mine.iter().map(|c| (weight(c), c.normalized, c.value));
+            let (score, divisor) = mean(m, parts, total, sums);
+            return (score, f64::NAN, divisor);
+        }
+        _ => total,
+    };
+    (score, f64::NAN, f64::NAN)
+}
+
+/// OpenSearch's means of a key from `parts()`, its (weight, normalised value, term) per
+/// contribution, and `total`, the canonical sum of its terms: (score, divisor). `sums` is
+/// scratch.
+#[inline(always)]
+fn mean<I: Iterator<Item = (f64, f64, f64)>>(
+    method: Method,
+    parts: impl Fn() -> I,
+    total: f64,
+    sums: &mut Vec<f64>,
+) -> (f64, f64) {
+    // The canonical sum of `of` over the parts whose normalised value `keep` keeps, and their
+    // number.
+    let mut kept = |keep: fn(f64) -> bool, of: fn((f64, f64, f64)) -> f64| {
+        sums.clear();
+        sums.extend(parts().filter(|p| keep(p.1)).map(of));
+        let n = sums.len();
+        (canonical_sum(sums), n)
+    };
+    let weight = |p: (f64, f64, f64)| p.0;
+    let term = |p: (f64, f64, f64)| p.2;
+    match method {
+        Method::ArithmeticMean => {
+            let (weights, _) = kept(|v| v >= 0.0, weight);
+            let (sum, _) = kept(|v| v >= 0.0, term);
+            let score = if weights == 0.0 { 0.0 } else { sum / weights };
+            (score, weights)
+        }
+        Method::GeometricMean => {
+            let (weights, n) = kept(|v| v > 0.0, weight);
+            let score = if n == 0 { 0.0 } else { (total / weights).exp() };
+            (score, weights)
+        }
+        _ => {
+            let (terms, n) = kept(|v| v > 0.0, term);
+            let (weights, _) = kept(|v| v > 0.0, weight);
+            let score = if n == 0 { 0.0 } else { weights / terms };
+            (score, terms)
+        }
+    }
+}
+
+/// One query in the engine's dense layout (at most [`super::engine::DENSE_MAX_LISTS`] lists
+/// read, a key counted at most once per list), as its scan left it: what
+/// [`Scored::score_dense`] reads.
+pub struct Dense<'a, C: Fn(usize) -> usize, F: Fn(usize) -> (u32, u32)> {
+    pub plan: &'a Plan,
+    /// The lists read (weight not 0), ascending: list `read[s]` is slot `s`.
+    pub read: &'a [usize],
+    /// Per list (by index), the items read (holes not counted); filled when the method or
+    /// norm reads it.
+    pub n_read: &'a [u32],
+    /// Per slot, the items of its list's window not counted (holes, repeats). With none, the
+    /// list's counted items are its first `read_len` items, in order.
+    pub skipped: &'a [u32],
+    pub n_keys: usize,
+    /// Key k's occurrences (list, position) are `occurrences[k * stride..][..count(k)]`.
+    pub stride: usize,
+    pub occurrences: &'a [(u32, u32)],
+    pub count: C,
+    /// Per key, its first occurrence (list, position), for errors.
+    pub first: F,
+    pub scores: Scores<'a>,
+}
+
+/// The largest number of lists a [`Dense`] query reads.
+const DENSE_MAX: usize = super::engine::DENSE_MAX_LISTS;
+
+/// The error of key `key` of a dense query whose fused `score` is not finite.
+fn not_finite_score<C, F>(q: &Dense<'_, C, F>, key: usize, score: f64) -> Error
+where
+    C: Fn(usize) -> usize,
+    F: Fn(usize) -> (u32, u32),
+{
+    let first = (q.first)(key);
+    Problem::NonFiniteScore {
+        key: KeyRef::at(first.0 as usize, first.1 as usize),
+        score,
+        stage: Stage::Fused,
+    }
+    .into()
+}
+
+/// The score of key `key` of a dense query, as [`Scored::score`] computes it: its
+/// contributions in list order (with the fill-ins of the methods that fill), then [`combine`].
+fn dense_key<C, F>(
+    query: &Query<'_>,
+    q: &Dense<'_, C, F>,
+    slot_of: &[u8],
+    key: usize,
+    values: &mut Vec<f64>,
+    sums: &mut Vec<f64>,
+) -> Result<f64, Error>
+where
+    C: Fn(usize) -> usize,
+    F: Fn(usize) -> (u32, u32),
+{
+    let plan = q.plan;
+    let at = key * q.stride;
+    let mut by_slot = [UNRANKED; DENSE_MAX];
+    for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
+        by_slot[slot_of[list as usize] as usize] = position;
+    }
+    let key_ref = || {
+        let first = (q.first)(key);
+        KeyRef::at(first.0 as usize, first.1 as usize)
+    };
+    let fill = fills(plan);
+    let blank = Contribution {
+        list: 0,
+        position: UNRANKED,
+        value: 0.0,
+        raw: f64::NAN,
+        normalized: f64::NAN,
+    };
+    let mut mine = [blank; DENSE_MAX];
+    let (mut n, mut present) = (0, 0usize);
+    for (&list, &position) in q.read.iter().zip(&by_slot) {
+        if position == UNRANKED && !fill {
+            continue;
+        }
+        mine[n] = contribution(query, list, position).map_err(|value| {
+            Error::from(Problem::NonFiniteNormalized {
+                key: key_ref(),
+                list,
+                value,
+            })
+        })?;
+        n += 1;
+        if position != UNRANKED || plan.norm == Norm::Borda {
+            present += 1;
+        }
+    }
+    let (score, _, _) = combine(plan, &mine[..n], present, values, sums);
+    if !score.is_finite() {
+        return Err(not_finite_score(q, key, score));
+    }
+    Ok(score)
+}
+
 impl Scored {
     /// Scores every key of `q` by its method (anything but RRF, RBC and the ISR family).
     pub fn score(&mut self, q: &Scanned<'_>) -> Result<(), Error> {
         let plan = q.plan;
-        let (method, norm) = (plan.params.method, plan.norm);
+        let norm = plan.norm;
         let n_keys = q.offsets.len().saturating_sub(1);
         let n_lists = plan.n_lists();
         self.scores.clear();
@@ -196,24 +586,11 @@ impl Scored {
         self.contributions.clear();
         self.offsets.push(0);
 
-        let raw = |list: usize, position: u32| -> f64 {
-            q.scores
-                .get(list)
-                .copied()
-                .flatten()
-                .map_or(f64::NAN, |s| s[position as usize])
-        };
-        let sign = |list: usize| -> f64 {
-            match &plan.params.lower_is_better {
-                Some(lower) if lower[list] => -1.0,
-                _ => 1.0,
-            }
-        };
-
         // Each list's normalisation, over the raw scores of its counted items in list order.
         self.norms.clear();
         self.norms.resize(n_lists, ListNorm::Identity);
-        if plan.reads_scores() {
+        // (`none` is the identity: no statistics to gather.)
+        if plan.reads_scores() && norm != Norm::None {
             self.by_list.resize_with(n_lists, Vec::new);
             for positions in &mut self.by_list {
                 positions.clear();
@@ -228,202 +605,62 @@ impl Scored {
                 }
                 positions.sort_unstable();
                 self.values.clear();
+                let s = sign(plan, list);
                 self.values
-                    .extend(positions.iter().map(|&p| sign(list) * raw(list, p)));
-                self.norms[list] = list_norm(norm, &mut self.values)?;
+                    .extend(positions.iter().map(|&p| s * raw(q.scores, list, p)));
+                self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums)?;
             }
         }
 
-        let n_c = n_keys as f64;
-        let fill =
-            norm == Norm::Borda || matches!(method, Method::Bordafuse | Method::ArithmeticMean);
+        let query = Query {
+            plan,
+            norms: &self.norms,
+            n_read: q.n_read,
+            n_c: n_keys as f64,
+            scores: q.scores,
+        };
+        let fill = fills(plan);
         for key in 0..n_keys {
             let first = q.firsts[key];
             let key_ref = || KeyRef::at(first.0 as usize, first.1 as usize);
+            let not_finite = |list: usize| {
+                move |value: f64| -> Error {
+                    Problem::NonFiniteNormalized {
+                        key: key_ref(),
+                        list,
+                        value,
+                    }
+                    .into()
+                }
+            };
             let entries = &q.entries[q.offsets[key] as usize..q.offsets[key + 1] as usize];
             let start = self.contributions.len();
-            // The lists giving the key a value: its own, and with `fill` every list read.
+            // In list order: a list's entries, or its fill-in when it holds none.
             let mut next = 0;
             let mut present = 0usize;
-            let add = |list: usize,
-                       position: u32,
-                       out: &mut Vec<Contribution>|
-             -> Result<(), Error> {
-                let w = plan.weights[list];
-                let rank = if position == UNRANKED {
-                    0
-                } else {
-                    position as u64 + 1
-                };
-                let mut v = f64::NAN;
-                let c = match method {
-                    Method::Bordafuse => {
-                        v = if rank == 0 {
-                            (n_c - f64::from(q.n_read[list]) + 1.0) / 2.0
-                        } else {
-                            n_c - rank as f64 + 1.0
-                        };
-                        w * v
-                    }
-                    Method::Condorcet => w,
-                    _ => {
-                        v = if rank == 0 {
-                            if norm == Norm::Borda {
-                                0.5 - (f64::from(q.n_read[list]) - 1.0) / (2.0 * n_c)
-                            } else {
-                                0.0
-                            }
-                        } else {
-                            match norm {
-                                Norm::Rank => 1.0 - (rank - 1) as f64 / f64::from(q.n_read[list]),
-                                Norm::Borda => 1.0 - (rank - 1) as f64 / n_c,
-                                _ => self.norms[list].apply(sign(list) * raw(list, position)),
-                            }
-                        };
-                        if !v.is_finite() {
-                            return Err(Problem::NonFiniteNormalized {
-                                key: key_ref(),
-                                list,
-                                value: v,
-                            }
-                            .into());
-                        }
-                        match method {
-                            Method::Wsum
-                            | Method::Mixed
-                            | Method::RelativeScore
-                            | Method::ArithmeticMean => w * v,
-                            Method::GeometricMean if v > 0.0 => w * v.ln(),
-                            Method::HarmonicMean if v > 0.0 => w / v,
-                            Method::GeometricMean | Method::HarmonicMean => 0.0,
-                            _ => v,
-                        }
-                    }
-                };
-                out.push(Contribution {
-                    list: list as u32,
-                    position,
-                    value: c,
-                    raw: if rank == 0 {
-                        f64::NAN
-                    } else {
-                        raw(list, position)
-                    },
-                    normalized: v,
-                });
-                Ok(())
-            };
-            // In list order: a list's entries, or its fill-in when it holds none.
             for &list in q.read {
                 let mut held = false;
                 while next < entries.len() && entries[next].list as usize == list {
-                    add(list, entries[next].position, &mut self.contributions)?;
+                    let c = contribution(&query, list, entries[next].position)
+                        .map_err(not_finite(list))?;
+                    self.contributions.push(c);
                     next += 1;
                     held = true;
                 }
                 if held {
                     present += 1;
                 } else if fill {
-                    add(list, UNRANKED, &mut self.contributions)?;
+                    let c = contribution(&query, list, UNRANKED).map_err(not_finite(list))?;
+                    self.contributions.push(c);
                     if norm == Norm::Borda {
                         present += 1;
                     }
                 }
             }
             let mine = &self.contributions[start..];
-            self.values.clear();
-            self.values.extend(mine.iter().map(|c| c.value));
-            let total = canonical_sum(&mut self.values);
-            let p = present as f64;
-            let (mut factor, mut divisor) = (f64::NAN, f64::NAN);
-            // The canonical sum of `of` over the contributions `keep` keeps, and their number.
-            let kept = |sums: &mut Vec<f64>,
-                        keep: &dyn Fn(&Contribution) -> bool,
-                        of: &dyn Fn(&Contribution) -> f64| {
-                sums.clear();
-                sums.extend(mine.iter().filter(|c| keep(c)).map(of));
-                let n = sums.len();
-                (canonical_sum(sums), n)
-            };
-            let weight = |c: &Contribution| plan.weights[c.list as usize];
-            // Python's max and min: the first of the largest (smallest) values.
-            let pick = |better: fn(f64, f64) -> bool| {
-                let mut best = mine[0].normalized;
-                for c in &mine[1..] {
-                    if better(c.normalized, best) {
-                        best = c.normalized;
-                    }
-                }
-                best
-            };
-            let score = match method {
-                Method::Mnz => {
-                    factor = p;
-                    total * factor
-                }
-                Method::Anz => {
-                    divisor = p;
-                    total / divisor
-                }
-                Method::Gmnz => {
-                    factor = p.powf(plan.params.gamma.unwrap_or(1.0));
-                    total * factor
-                }
-                Method::Wmnz => {
-                    self.sums.clear();
-                    let mut last = u32::MAX;
-                    for c in mine {
-                        if c.list != last {
-                            self.sums.push(plan.weights[c.list as usize]);
-                            last = c.list;
-                        }
-                    }
-                    factor = canonical_sum(&mut self.sums);
-                    total * factor
-                }
-                Method::Mixed => {
-                    factor = p.sqrt();
-                    total * factor
-                }
-                Method::Max => pick(|v, best| v > best),
-                Method::Min => pick(|v, best| v < best),
-                Method::Med => {
-                    self.values.clear();
-                    self.values.extend(mine.iter().map(|c| c.normalized));
-                    median(&mut self.values)
-                }
-                Method::ArithmeticMean => {
-                    let (weights, _) = kept(&mut self.sums, &|c| c.normalized >= 0.0, &weight);
-                    let (sum, _) = kept(&mut self.sums, &|c| c.normalized >= 0.0, &|c| c.value);
-                    divisor = weights;
-                    if weights == 0.0 {
-                        0.0
-                    } else {
-                        sum / weights
-                    }
-                }
-                Method::GeometricMean => {
-                    let (weights, n) = kept(&mut self.sums, &|c| c.normalized > 0.0, &weight);
-                    divisor = weights;
-                    if n == 0 {
-                        0.0
-                    } else {
-                        (total / weights).exp()
-                    }
-                }
-                Method::HarmonicMean => {
-                    let (terms, n) = kept(&mut self.sums, &|c| c.normalized > 0.0, &|c| c.value);
-                    let (weights, _) = kept(&mut self.sums, &|c| c.normalized > 0.0, &weight);
-                    divisor = terms;
-                    if n == 0 {
-                        0.0
-                    } else {
-                        weights / terms
-                    }
-                }
-                _ => total,
-            };
-            if method != Method::Condorcet && !score.is_finite() {
+            let (score, factor, divisor) =
+                combine(plan, mine, present, &mut self.values, &mut self.sums);
+            if plan.params.method != Method::Condorcet && !score.is_finite() {
                 return Err(Problem::NonFiniteScore {
                     key: key_ref(),
                     score,
@@ -436,8 +673,252 @@ impl Scored {
             self.divisors.push(divisor);
             self.offsets.push(self.contributions.len() as u32);
         }
-        if method == Method::Condorcet {
+        if plan.params.method == Method::Condorcet {
             self.condorcet(q, n_keys);
+        }
+        Ok(())
+    }
+
+    /// [`Scored::score`] of a query in the dense layout, without traces, straight from the
+    /// scan's slots (no per-key entries, contributions kept only while their key is scored):
+    /// appends every key's score to `out`, the same bits as `score`. Not for Condorcet.
+    pub fn score_dense<C, F>(
+        &mut self,
+        q: &Dense<'_, C, F>,
+        out: &mut Vec<f64>,
+    ) -> Result<(), Error>
+    where
+        C: Fn(usize) -> usize,
+        F: Fn(usize) -> (u32, u32),
+    {
+        let plan = q.plan;
+        let norm = plan.norm;
+        debug_assert!(plan.params.method != Method::Condorcet && q.read.len() <= DENSE_MAX);
+        let n_lists = plan.n_lists();
+        self.norms.clear();
+        self.norms.resize(n_lists, ListNorm::Identity);
+        if plan.reads_scores() && norm != Norm::None {
+            for (slot, &list) in q.read.iter().enumerate() {
+                self.values.clear();
+                let s = sign(plan, list);
+                match q.scores.get(list).copied().flatten() {
+                    // Every item of the window counted: its scores, in list order.
+                    Some(row) if q.skipped[slot] == 0 => {
+                        let n = plan.read_len(list, row.len());
+                        self.values.extend(row[..n].iter().map(|&x| s * x));
+                    }
+                    _ => {
+                        let positions = &mut self.positions;
+                        positions.clear();
+                        for key in 0..q.n_keys {
+                            let at = key * q.stride;
+                            for &(l, p) in &q.occurrences[at..at + (q.count)(key)] {
+                                if l as usize == list {
+                                    positions.push(p);
+                                }
+                            }
+                        }
+                        positions.sort_unstable();
+                        self.values
+                            .extend(positions.iter().map(|&p| s * raw(q.scores, list, p)));
+                    }
+                }
+                if !self.values.is_empty() {
+                    self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums)?;
+                }
+            }
+        }
+        self.slot_of.clear();
+        self.slot_of.resize(n_lists, 0);
+        for (slot, &list) in q.read.iter().enumerate() {
+            self.slot_of[list] = slot as u8;
+        }
+        let query = Query {
+            plan,
+            norms: &self.norms,
+            n_read: q.n_read,
+            n_c: q.n_keys as f64,
+            scores: q.scores,
+        };
+        let method = plan.params.method;
+        // The methods that scale the sum of their terms, over scores: each key's terms straight
+        // from its slots. Their order does not matter (canonical sums); a key with a value that
+        // is not finite goes through `dense_key`, which reports it as `score` does.
+        let mut lists = [(ListNorm::Identity, 1.0, 0.0, &[][..]); DENSE_MAX];
+        let mut all_scores = plan.reads_scores();
+        for (slot, &list) in q.read.iter().enumerate() {
+            match q.scores.get(list).copied().flatten() {
+                Some(row) => {
+                    lists[slot] = (self.norms[list], sign(plan, list), plan.weights[list], row)
+                }
+                None => all_scores = false,
+            }
+        }
+        if all_scores && matches!(method, Method::Max | Method::Min | Method::Med) {
+            // A key's normalised values in list order (the first of equal values wins).
+            for key in 0..q.n_keys {
+                let at = key * q.stride;
+                let mut by_slot = [UNRANKED; DENSE_MAX];
+                for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
+                    by_slot[self.slot_of[list as usize] as usize] = position;
+                }
+                let mut values = [0.0f64; DENSE_MAX];
+                let (mut n, mut finite) = (0, true);
+                for (&position, &(norm, s, _, row)) in by_slot.iter().zip(&lists) {
+                    if position != UNRANKED {
+                        let v = norm.apply(s * row[position as usize]);
+                        finite &= v.is_finite();
+                        values[n] = v;
+                        n += 1;
+                    }
+                }
+                if !finite {
+                    let (values, sums) = (&mut self.values, &mut self.sums);
+                    out.push(dense_key(&query, q, &self.slot_of, key, values, sums)?);
+                    continue;
+                }
+                // (A median of two huge values overflows.)
+                let score = order_stat(method, &mut values[..n]);
+                if !score.is_finite() {
+                    return Err(not_finite_score(q, key, score));
+                }
+                out.push(score);
+            }
+            return Ok(());
+        }
+        if method == Method::Bordafuse {
+            // Every list read gives points (order does not matter: a canonical sum).
+            let n_read = q.read.len();
+            for key in 0..q.n_keys {
+                let at = key * q.stride;
+                let mut by_slot = [UNRANKED; DENSE_MAX];
+                for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
+                    by_slot[self.slot_of[list as usize] as usize] = position;
+                }
+                let mut terms = [0.0f64; DENSE_MAX];
+                for ((term, &position), &list) in terms.iter_mut().zip(&by_slot).zip(q.read) {
+                    let rank = if position == UNRANKED {
+                        0
+                    } else {
+                        position as u64 + 1
+                    };
+                    *term = plan.weights[list] * borda_points(query.n_c, q.n_read[list], rank);
+                }
+                let score = canonical_sum(&mut terms[..n_read]);
+                if !score.is_finite() {
+                    return Err(not_finite_score(q, key, score));
+                }
+                out.push(score);
+            }
+            return Ok(());
+        }
+        let means = matches!(
+            method,
+            Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean
+        );
+        let rank_norms = matches!(norm, Norm::Rank | Norm::Borda);
+        if (means && (all_scores || rank_norms)) || (sums_terms(method) && rank_norms) {
+            // In list order, with the fill-ins of the methods that fill: each slot's weight,
+            // normalised value and term.
+            let fill = fills(plan);
+            for key in 0..q.n_keys {
+                let at = key * q.stride;
+                let mut by_slot = [UNRANKED; DENSE_MAX];
+                for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
+                    by_slot[self.slot_of[list as usize] as usize] = position;
+                }
+                // (`sorted`: the terms again, for the canonical sum to sort; written here rather
+                // than copied from `cs`, whose fresh stores a wide load would stall on.)
+                let (mut ws, mut vs, mut cs, mut sorted) = (
+                    [0.0f64; DENSE_MAX],
+                    [0.0; DENSE_MAX],
+                    [0.0; DENSE_MAX],
+                    [0.0; DENSE_MAX],
+                );
+                let (mut n, mut present, mut finite) = (0, 0usize, true);
+                for ((&list, &position), &(normalise, s, _, row)) in
+                    q.read.iter().zip(&by_slot).zip(&lists)
+                {
+                    if position == UNRANKED && !fill {
+                        continue;
+                    }
+                    let rank = if position == UNRANKED {
+                        0
+                    } else {
+                        position as u64 + 1
+                    };
+                    let v = match norm {
+                        Norm::Rank | Norm::Borda => {
+                            rank_norm(norm, query.n_c, q.n_read[list], rank)
+                        }
+                        _ if rank == 0 => 0.0,
+                        _ => normalise.apply(s * row[position as usize]),
+                    };
+                    finite &= v.is_finite();
+                    let w = plan.weights[list];
+                    let c = term(method, w, v);
+                    (ws[n], vs[n], cs[n], sorted[n]) = (w, v, c, c);
+                    n += 1;
+                    if position != UNRANKED || norm == Norm::Borda {
+                        present += 1;
+                    }
+                }
+                if !finite {
+                    let (values, sums) = (&mut self.values, &mut self.sums);
+                    out.push(dense_key(&query, q, &self.slot_of, key, values, sums)?);
+                    continue;
+                }
+                let total = canonical_sum(&mut sorted[..n]);
+                let score = if means {
+                    let parts = || (0..n).map(|i| (ws[i], vs[i], cs[i]));
+                    mean(method, parts, total, &mut self.sums).0
+                } else {
+                    scale_sum(plan, total, present, || canonical_sum(&mut ws[..n])).0
+                };
+                if !score.is_finite() {
+                    return Err(not_finite_score(q, key, score));
+                }
+                out.push(score);
+            }
+            return Ok(());
+        }
+        if !(all_scores && sums_terms(method)) {
+            for key in 0..q.n_keys {
+                let (values, sums) = (&mut self.values, &mut self.sums);
+                out.push(dense_key(&query, q, &self.slot_of, key, values, sums)?);
+            }
+            return Ok(());
+        }
+        for key in 0..q.n_keys {
+            let at = key * q.stride;
+            let occurrences = &q.occurrences[at..at + (q.count)(key)];
+            let (mut terms, mut weights) = ([0.0f64; DENSE_MAX], [0.0f64; DENSE_MAX]);
+            let mut finite = true;
+            for (i, &(list, position)) in occurrences.iter().enumerate() {
+                let (norm, s, w, row) = lists[self.slot_of[list as usize] as usize];
+                let v = norm.apply(s * row[position as usize]);
+                finite &= v.is_finite();
+                terms[i] = term(method, w, v);
+                weights[i] = w;
+            }
+            if !finite {
+                out.push(dense_key(
+                    &query,
+                    q,
+                    &self.slot_of,
+                    key,
+                    &mut self.values,
+                    &mut self.sums,
+                )?);
+                continue;
+            }
+            let n = occurrences.len();
+            let total = canonical_sum(&mut terms[..n]);
+            let (score, _, _) = scale_sum(plan, total, n, || canonical_sum(&mut weights[..n]));
+            if !score.is_finite() {
+                return Err(not_finite_score(q, key, score));
+            }
+            out.push(score);
         }
         Ok(())
     }
