@@ -65,6 +65,15 @@ def fusion():
     )
     ref = reference.rrf([["c1", "c2"], ["c2", "c3"]], k=10, weights=[1, 2], trace=True)
     check(explained(hits) == explained(ref), f"rrf {hits} != reference {ref}")
+    # Results are tuples: compared, ordered and hashed as their visible fields (the type's
+    # tp_richcompare and tp_hash slots, made differently on CPython 3.9).
+    plain = rankfusion.rrf([["c1", "c2"], ["c2", "c3"]], k=10, weights=[1, 2])
+    check(plain[0] == ("c2", 1 / 12 + 2 / 11) and plain[0] != plain[1], f"Hit equality: {plain}")
+    check(plain[0] < plain[1] and sorted(plain)[0] == plain[2], f"Hit order: {plain}")
+    check(hash(plain[0]) == hash(("c2", 1 / 12 + 2 / 11)), f"Hit hash: {plain[0]}")
+    check(
+        hits[0].contributions[0] == (0, 2, 1.0, 1 / 12, None), f"Contribution equality: {hits[0]}"
+    )
 
     bm25 = np.array([[1, 2, 3], [4, 5, -1]])
     dense = np.array([[2, 1, -1], [6, 4, 5]])

@@ -41,6 +41,8 @@ fn advise_huge_pages(start: usize, bytes: usize) {
 #[cfg(test)]
 mod tests {
     #[test]
+    // Miri cannot call madvise (a foreign function), which this 8 MiB buffer is given to.
+    #[cfg_attr(miri, ignore)]
     fn a_large_buffer_is_an_ordinary_vec() {
         let mut v: Vec<u64> = super::vec_with_capacity(1 << 20);
         assert!(v.capacity() >= 1 << 20 && v.is_empty());

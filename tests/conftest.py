@@ -1,7 +1,8 @@
 """Shared test set-up: the Hypothesis profile and the implementation under test.
 
 * ``RANKFUSION_MAX_EXAMPLES`` sets Hypothesis' ``max_examples`` (default 300 for a quick local run;
-  CI runs ``test_rrf_matches_reference`` with 20000).
+  CI runs ``test_rrf_matches_reference`` with 20000, and ``test_fuse_matches_reference`` and
+  ``test_fuse_batch_matches_reference`` with 10000 each, split between the methods).
 * ``RANKFUSION_TEST_IMPL=reference`` tests the pure-Python reference against itself instead of the
   Rust core: this validates the tests themselves before the core is built. Without it the tests
   import ``rankfusion._core`` and fail loudly if it is missing.

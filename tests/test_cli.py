@@ -330,9 +330,57 @@ def test_explain_top(runs):
     assert blocks[0].splitlines()[0] == f"#1  doc {hits[0].key}  score {hits[0].score!r}"
     rows = [line.split() for line in blocks[0].splitlines()[2:]]
     assert rows == [
-        [str(a), "1", "3.0", "1.0", repr(1 / 61)],
-        [str(b), "2", "0.8", "1.0", repr(1 / 62)],
+        [str(a), "1", "3.0", "-", "1.0", repr(1 / 61)],
+        [str(b), "2", "0.8", "-", "1.0", repr(1 / 62)],
     ]
+
+
+def test_explain_a_score_based_method(runs):
+    """Each run's raw score, its min-max value, the weight and the contribution; the hit's
+    factor for mnz. a ranks x 3.0, y 2.0, z 1.0; b ranks z 0.9, x 0.8."""
+    a, b = runs
+    p = rankfusion(
+        "explain", a, b, "--query", "1", "--method", "wsum", "--norm", "min-max",
+        "--weights", "1,2", "-q",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(
+        "query 1: 3 fused documents; wsum, min-max, contribution = weight * normalised"
+    )
+    blocks = p.stdout.split("\n\n")[1:]
+    # z: 1 * (1-1)/(3-1) + 2 * (0.9-0.8)/(0.9-0.8) = 2.0; x: 1 * 1.0 + 2 * 0.0 = 1.0; y: 0.5
+    assert [block.splitlines()[0] for block in blocks] == [
+        "#1  doc z  score 2.0", "#2  doc x  score 1.0", "#3  doc y  score 0.5"
+    ]  # fmt: skip
+    assert [line.split() for line in blocks[0].splitlines()[2:]] == [
+        [str(a), "3", "1.0", "0.0", "1.0", "0.0"],
+        [str(b), "1", "0.9", "1.0", "2.0", "2.0"],
+    ]
+    p = rankfusion("explain", a, b, "--query", "1", "--method", "mnz", "--doc", "x", "-q")
+    # mnz without a norm: x = (3.0 + 0.8) * 2 runs
+    assert p.returncode == 0 and f"#1  doc x  score {(3.0 + 0.8) * 2!r}  (factor 2.0)" in p.stdout
+
+
+def test_fuse_methods_and_their_usage_errors(runs, tmp_path):
+    a, b = runs
+    out = tmp_path / "f.run"
+    p = rankfusion("fuse", a, b, "--method", "max", "--norm", "rank", "-o", out, "-q")
+    assert p.returncode == 0, p.stderr
+    # query 1 by rank norm: a x 1, y 2/3, z 1/3; b z 1, x 1/2 -> max: x 1, z 1, y 2/3
+    lines = [line.split()[2:5] for line in out.read_text().splitlines() if line.startswith("1 ")]
+    assert lines == [["x", "1", "1.0"], ["z", "2", "1.0"], ["y", "3", repr(1 - 1 / 3)]]
+    for args, message in [
+        (["--method", "wsum", "-k", "10"], "-k is not used by method 'wsum'"),
+        (["--method", "sum", "--weights", "1,2"], "--weights is not used by method 'sum'"),
+        (["--norm", "min-max"], "--norm is not used by method 'rrf'"),
+        (["--method", "rbc"], "method 'rbc' needs --phi"),
+        (["--method", "rbc", "--phi", "1"], "--phi must satisfy 0 <= phi < 1"),
+        (["--method", "sum", "--lower-is-better", "true"], "--lower-is-better has 1 values"),
+        (["--lower-is-better", "maybe,no"], "expected comma-separated true/false"),
+        (["--method", "nope"], "invalid choice: 'nope'"),
+    ]:
+        p = rankfusion("fuse", a, b, *args, "-o", out, "-q")
+        assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
 
 
 def test_explain_doc_absent_from_a_run_and_outside_window(runs):
@@ -516,3 +564,34 @@ def test_errors_with_stderr_closed_keep_their_status_and_stay_off_stdout(runs, t
     assert (p.returncode, p.stdout) == (2, "")
     p = closed_stderr_run("explain", a, a, "--query", "nope")
     assert (p.returncode, p.stdout) == (1, "")
+
+
+def test_runs_with_infinite_scores_on_every_path(tmp_path):
+    """inf / -inf scores are accepted by read_run: the native path, --trace, --qrels and explain
+    all fuse them (RRF never reads a raw score); the trace carries them as JSON's Infinity."""
+    pytest.importorskip("ir_measures")
+    run = tmp_path / "inf.run"
+    run.write_text("1 Q0 d1 1 inf a\n1 Q0 d2 2 1.0 a\n1 Q0 d3 3 -inf a\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 d1 1\n")
+    native, traced, judged = (tmp_path / f"{name}.run" for name in ("native", "traced", "judged"))
+    trace = tmp_path / "t.jsonl"
+    for args in (
+        ["-o", native],
+        ["-o", traced, "--trace", trace],
+        ["-o", judged, "--qrels", qrels],
+    ):
+        p = rankfusion("fuse", run, run, "-q", *args)
+        assert p.returncode == 0, p.stderr
+    assert native.read_text() == traced.read_text() == judged.read_text()
+    assert [line.split()[2] for line in native.read_text().splitlines()] == ["d1", "d2", "d3"]
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    raw = [[c["score"] for c in r["contributions"]] for r in records]
+    assert raw == [[float("inf")] * 2, [1.0, 1.0], [float("-inf")] * 2]
+    p = rankfusion("explain", run, run, "--query", "1")
+    assert p.returncode == 0, p.stderr
+    assert [line.split()[2] for line in p.stdout.splitlines() if "inf.run" in line] == [
+        "inf", "inf", "1.0", "1.0", "-inf", "-inf"
+    ]  # fmt: skip
+    fused = trec.fuse([trec.read_run(run)] * 2, trace=True)
+    assert [c.score for c in fused["1"][0].contributions] == [float("inf")] * 2

@@ -4,7 +4,8 @@ The native path (``trec._read_run_files`` + ``trec._fuse_run_files``, what the c
 without --qrels and --trace) must write exactly the bytes that ``trec.read_run`` x N +
 ``trec.fuse`` + ``trec.write_run`` write, and raise the same exceptions with the same messages.
 Random run files (seeded) cover odd ids and bytes, ties, duplicates, missing and non-contiguous
-queries, gzip, blank lines and unusual whitespace; random options cover -k, weights (0, negative,
+queries, gzip, blank lines and unusual whitespace; random options cover every method (norms,
+lower_is_better, phi, gamma, sigma, parameters a method does not use), -k, weights (0, negative,
 huge), window, limit, duplicates, order and tag. The command itself is compared with its Python
 path (the code it runs with --qrels or --trace), in process and through a subprocess.
 """
@@ -18,6 +19,7 @@ import subprocess
 import sys
 
 import pytest
+from _methods import random_method
 
 from rankfusion import cli, trec
 
@@ -89,11 +91,13 @@ def random_case(rng: random.Random, folder: str, case: int):
         weights = [rng.choice([1.0, 0.5, 2.0, 0.0, -0.5, -1.0, 1e22, 0.3]) for _ in paths]
     options = dict(
         k=rng.choice([60, 0, 1, 2.5, 1e-3]),
-        weights=weights,
         window=rng.choice([None, None, 1, 2, 5]),
         duplicates=duplicates,
         limit=rng.choice([None, None, 1, 3, 7]),
     )
+    options.update(random_method(rng, n_runs, weights))
+    if options["method"] != "rrf":
+        options["k"] = None
     order = rng.choice(["score", "file"])
     tag = rng.choice(["rankfusion", "t\udcff", "é-1"])
     return paths, options, order, tag
@@ -241,12 +245,26 @@ def command_outputs(tmp_path, capsys, monkeypatch, args, gz=False):
 def test_command_native_and_python_paths_agree(tmp_path, capsys, monkeypatch, gz):
     rng = random.Random(99)
     checked = 0
-    for case in range(60):
+    for case in range(100):
         paths, options, order, tag = random_case(rng, str(tmp_path), case)
-        args = ["fuse", *paths, "-k", str(options["k"]), "--duplicates", options["duplicates"]]
+        args = [
+            "fuse",
+            *paths,
+            "--method",
+            options["method"],
+            "--duplicates",
+            options["duplicates"],
+        ]
         args += ["--order", order, "--tag", tag, "--limit", str(options["limit"] or 0)]
+        if options["k"] is not None:
+            args += ["-k", str(options["k"])]
         if options["weights"]:
             args += ["--weights=" + ",".join(map(str, options["weights"]))]
+        if options.get("lower_is_better"):
+            args += ["--lower-is-better", ",".join(map(str, options["lower_is_better"]))]
+        for name in ("norm", "phi", "gamma", "sigma"):
+            if options.get(name) is not None:
+                args += [f"--{name}", str(options[name])]
         if options["window"]:
             args += ["--window", str(options["window"])]
         native, python = command_outputs(tmp_path, capsys, monkeypatch, args, gz=gz)

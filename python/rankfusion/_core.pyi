@@ -132,7 +132,7 @@ def rrf(
         offset, limit: the page of the ordered hits (after min_score).
         min_score: drop hits whose returned score is below it.
         normalize: divide scores by the best possible score (sum of w/(k+1) over positive weights).
-        scores: per list, its raw scores (finite reals, or None for the list), aligned with the
+        scores: per list, its raw scores (reals, not NaN; or None for the list), aligned with the
             list; carried into traces only.
         trace: give every hit its contributions.
 
@@ -189,7 +189,8 @@ def fuse(
             "z-score", "l2", "rank", "borda", "dbsf" (dbsf and relative_score have their own).
         k: rrf's constant. weights: one finite real per list, weighted methods only.
         window, duplicates, tie_break, offset, limit, min_score: as rrf's. normalize: rrf only.
-        scores: per list its raw scores (finite reals) aligned with the list, or None.
+        scores: per list its raw scores aligned with the list, or None: reals, not NaN,
+            finite where the method reads them (score-based methods).
         lower_is_better: per list, True when its scores are distances.
         phi: rbc's persistence (0 <= phi < 1). gamma: gmnz's exponent. sigma: logn_isr's
             (0 <= sigma <= 1, default 0.01).
@@ -388,11 +389,17 @@ def _parse_run_files(
 def _fuse_run_files(
     files: Sequence[_RunFile],
     *,
-    k: float,
-    weights: Optional[Sequence[float]],
-    window: Optional[int],
-    duplicates: str,
-    limit: Optional[int],
+    method: str = "rrf",
+    norm: Optional[str] = None,
+    k: float = 60,
+    weights: Optional[Sequence[float]] = None,
+    window: Optional[int] = None,
+    duplicates: str = "first",
+    limit: Optional[int] = None,
+    lower_is_better: Optional[Sequence[bool]] = None,
+    phi: Optional[float] = None,
+    gamma: Optional[float] = None,
+    sigma: Optional[float] = None,
     tag: bytes,
 ) -> bytes:
     """The bytes ``write_run(fuse(runs, ...), tag=tag)`` writes for the runs ``files`` hold."""

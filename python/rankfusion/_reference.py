@@ -245,6 +245,17 @@ def _pair(value: Any, name: str) -> list:
     return pair
 
 
+def _not_masked(value: Any, name: str) -> None:
+    """A masked array's mask would be ignored (its hidden entries read as data): refused."""
+    import numpy as np
+
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array; its mask would be ignored: pass a plain array "
+            "(e.g. ids.filled(pad), scores.filled(nan))"
+        )
+
+
 def _id_matrix(value: Any, name: str) -> Any:
     """A 2-D integer array whose dtype widens to int64 without loss, as an int64 copy.
 
@@ -253,6 +264,7 @@ def _id_matrix(value: Any, name: str) -> Any:
     """
     import numpy as np
 
+    _not_masked(value, name)
     if not isinstance(value, np.ndarray):
         try:
             value = np.asarray(value)
@@ -272,6 +284,7 @@ def _matrix(value: Any, name: str, kinds: str, what: str):
     """A 2-D numpy array whose dtype kind is one of ``kinds`` (checked before the shape)."""
     import numpy as np
 
+    _not_masked(value, name)
     try:
         array = np.asarray(value)
     except ValueError as e:  # a ragged nested list
@@ -456,7 +469,7 @@ def _options(
 
 
 def _raw_scores(scores: Any, lists: list, o: _Options) -> list:
-    """``scores=``: per list None or its raw scores (finite reals), aligned with the list. A
+    """``scores=``: per list None or its raw scores (reals, not NaN), aligned with the list. A
     score-based method whose normalisation reads scores needs them for every list it reads."""
     n = len(lists)
     raw_scores: list = [None] * n
@@ -470,7 +483,7 @@ def _raw_scores(scores: Any, lists: list, o: _Options) -> list:
             s = _as_list(s, f"scores[{i}]")
             if len(s) != len(lists[i]):
                 raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
-            raw_scores[i] = [_real(x, f"scores[{i}][{j}]") for j, x in enumerate(s)]
+            raw_scores[i] = [_raw_score(x, f"scores[{i}][{j}]", o) for j, x in enumerate(s)]
     if _reads_scores(o) and o.weights is not None:
         for i in range(n):
             if o.weights[i] != 0 and raw_scores[i] is None:
@@ -485,13 +498,26 @@ def _reads_scores(o: _Options) -> bool:
     return METHODS[o.method].kind == "score" and o.norm not in RANK_NORMS
 
 
+def _raw_score(value: Any, name: str, o: _Options) -> float:
+    """A raw score: a real, never NaN; infinite only where the method does not read it (a
+    rank-based method carries it into traces)."""
+    x = _real(value, name, finite=False)
+    if math.isnan(x):
+        raise ValueError(f"{name} must not be NaN")
+    if _reads_scores(o) and not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    return x
+
+
 def _method_options(
     o: _Options, n: Optional[int], lower_is_better, phi, gamma, sigma, boost, boost_weight
 ) -> _Options:
     """Checks lower_is_better .. boost_weight in signature order."""
     if lower_is_better is not None:
-        if not _reads_scores(o):
-            raise _unused("lower_is_better", o.method if o.norm == "none" else o.norm)
+        if METHODS[o.method].kind == "rank":
+            raise _unused("lower_is_better", o.method)
+        if o.norm in RANK_NORMS:  # it reads the ranks, not the scores
+            raise ValueError(f"lower_is_better is not used by norm {o.norm!r}")
         lower_is_better = _as_list(lower_is_better, "lower_is_better")
         if n is not None and len(lower_is_better) != n:
             raise ValueError(f"lower_is_better has {len(lower_is_better)} values for {n} lists")
@@ -634,10 +660,31 @@ def _power(x: float, n: int) -> float:
     return result
 
 
+def _ieee(f: Callable[..., float], *args: float) -> float:
+    """``f(*args)`` overflowing to inf as IEEE-754 arithmetic does, where Python's ``**`` and
+    ``math.exp`` raise OverflowError: an overflowing score is then the ValueError naming the key
+    that every other score that is not finite is."""
+    try:
+        return f(*args)
+    except OverflowError:
+        return math.inf
+
+
 def _median(values: list) -> float:
     values = sorted(values)
     half = len(values) // 2
     return values[half] if len(values) % 2 else (values[half - 1] + values[half]) / 2
+
+
+def _root_sum_squares(xs: list, divisor: int) -> float:
+    """sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a
+    zero or infinite root of values that are not all zero), the same with every x divided by the
+    largest |x| first, and the root multiplied by it."""
+    root = math.sqrt(canonical_sum(x * x for x in xs) / divisor)
+    if (root == 0 or math.isinf(root)) and any(x != 0 for x in xs):
+        top = max(abs(x) for x in xs)
+        root = top * math.sqrt(canonical_sum((x / top) * (x / top) for x in xs) / divisor)
+    return root
 
 
 def _normalizer(norm: str, values: list) -> Callable[[float], float]:
@@ -660,11 +707,13 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
         total = canonical_sum(v - low for v in values)
         return (lambda s: 1.0 / n) if total == 0 else (lambda s: (s - low) / total)
     if norm == "z-score":  # population standard deviation; a constant list: all 0.0
+        if high == low:
+            return lambda s: 0.0
         mean = canonical_sum(values) / n
-        sd = math.sqrt(canonical_sum((v - mean) * (v - mean) for v in values) / n)
+        sd = _root_sum_squares([v - mean for v in values], n)
         return (lambda s: 0.0) if sd == 0 else (lambda s: (s - mean) / sd)
     if norm == "l2":
-        length = math.sqrt(canonical_sum(v * v for v in values))
+        length = _root_sum_squares(values, 1)
         return (lambda s: 0.0) if length == 0 else (lambda s: s / length)
     if norm == "dbsf":  # Qdrant's: Welford's mean and sample variance, mean -/+ 3 sd, not clipped
         if n == 1:
@@ -674,7 +723,9 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
             delta = v - mean
             mean += delta / count
             m2 += delta * (v - mean)
-        sd = math.sqrt(m2 / (n - 1))
+        # Scores spanning the float range overflow m2 to -inf: a nan sd, a normalised score that
+        # is not finite (the ValueError naming the key).
+        sd = math.sqrt(m2 / (n - 1)) if m2 >= 0 else math.nan
         low, high = mean - 3 * sd, mean + 3 * sd
         return (lambda s: 0.5) if low == high else (lambda s: (s - low) / (high - low))
     raise AssertionError(norm)
@@ -768,7 +819,7 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             elif method in ("isr", "log_isr", "logn_isr"):
                 c = 1 / (rank * rank)
             elif method == "bordafuse":  # ranx's points: |C| - rank + 1; unranked, the mean left
-                v = n_keys - rank + 1 if rank else (n_keys - n_read[i] + 1) / 2
+                v = float(n_keys - rank + 1) if rank else (n_keys - n_read[i] + 1) / 2
                 c = w * v
             elif method == "condorcet":
                 c = w  # the list's vote
@@ -791,7 +842,7 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
         elif method == "anz":
             divisor = float(p)
         elif method == "gmnz":
-            factor = float(p) ** o.gamma
+            factor = _ieee(pow, float(p), o.gamma)
         elif method == "wmnz":
             factor = canonical_sum(weights[i] for i in present)
         elif method == "mixed":
@@ -800,12 +851,14 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
             factor = math.log(p)
         elif method == "logn_isr":
             factor = math.log(p + o.sigma)
+        # max, min and med: a zero is +0.0 (Python's max of 0.0 and -0.0 is whichever comes
+        # first, which would make the sign depend on the order of the lists).
         if method == "max":
-            score = max(values)
+            score = max(values) + 0.0
         elif method == "min":
-            score = min(values)
+            score = min(values) + 0.0
         elif method == "med":
-            score = _median(values)
+            score = _median(values) + 0.0
         elif method == "arithmetic_mean":  # negative values are skipped, zeros (and misses) kept
             kept = [c for c in contributions if c.normalized >= 0]
             divisor = canonical_sum(c.weight for c in kept)
@@ -813,11 +866,18 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
         elif method == "geometric_mean":  # values <= 0 are skipped
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.weight for c in kept)
-            score = 0.0 if not kept else math.exp(total / divisor)
+            score = 0.0 if not kept else _ieee(math.exp, total / divisor)
         elif method == "harmonic_mean":  # values <= 0 are skipped
             kept = [c for c in contributions if c.normalized > 0]
             divisor = canonical_sum(c.contribution for c in kept)
-            score = 0.0 if not kept else canonical_sum(c.weight for c in kept) / divisor
+            if not kept:
+                score = 0.0
+            elif divisor == 0:  # every w / v underflowed to 0.0: inf, as IEEE-754 divides
+                score = math.inf
+            else:
+                score = canonical_sum(c.weight for c in kept) / divisor
+        elif method == "condorcet":
+            score = 0.0  # its wins, counted below once every key is scored
         elif factor is not None:
             score = total * factor
         elif divisor is not None:
@@ -1020,8 +1080,8 @@ def _batch(arrays, score_arrays, pad, o: _Options, trace: bool, with_normalized:
                 if s is not None:
                     raw[i] = s[q].tolist()
                     for j, x in enumerate(raw[i]):  # the score of a pad is never read
-                        if rows[i][j] != pad and not math.isfinite(x):
-                            raise ValueError(f"scores[{i}][{j}] must be finite, got {x!r}")
+                        if rows[i][j] != pad:
+                            _raw_score(x, f"scores[{i}][{j}]", o)
             pages.append(_fuse(rows, o, raw, True, is_hole=lambda x: x == pad))
         except ValueError as e:
             raise ValueError(f"row {q}: {e}") from None

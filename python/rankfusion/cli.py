@@ -13,6 +13,7 @@ import argparse
 import io
 import math
 import os
+import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -36,6 +37,12 @@ examples:
 
   # keep a JSON Lines trace of every fused score, per run
   rankfusion fuse a.run b.run c.run -o fused.run --trace fused.trace.jsonl
+
+  # Elasticsearch's linear retriever: min-max normalised scores, weighted
+  rankfusion fuse bm25.run minilm.run --method wsum --norm min-max --weights 0.3,0.7 -o fused.run
+
+  # Qdrant's DBSF; a run of distances (smaller is better)
+  rankfusion fuse bm25.run dist.run --method dbsf --lower-is-better false,true -o fused.run
 """
 
 EXPLAIN_EXAMPLES = """\
@@ -103,16 +110,63 @@ def _tag(text: str) -> str:
     return text
 
 
+def _flags(text: str) -> List[bool]:
+    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    parts = [p.strip().lower() for p in text.split(",")]
+    if not all(p in words for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated true/false (or yes/no, 1/0), got {text!r}"
+        )
+    return [words[p] for p in parts]
+
+
 def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (plain or .gz)")
+    from ._reference import METHODS, NORMS
+
     parser.add_argument(
-        "-k", type=_k, default=60, metavar="K", help="RRF constant: w / (K + rank) (default 60)"
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run files: TREC (plain or .gz) or Parquet (.parquet, .pq)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=tuple(METHODS),
+        default="rrf",
+        metavar="M",
+        help="the fusion method (default rrf): rank-based rrf, rbc, isr, log_isr, logn_isr, "
+        "bordafuse, condorcet; score-based sum, wsum, mnz, anz, gmnz, max, min, med, wmnz, "
+        "mixed, dbsf, relative_score, arithmetic_mean, geometric_mean, harmonic_mean",
+    )
+    parser.add_argument(
+        "--norm",
+        choices=NORMS,
+        metavar="N",
+        help="a score-based method's normalisation of each run per query (default none): "
+        + ", ".join(NORMS),
+    )
+    parser.add_argument(
+        "-k", type=_k, default=None, metavar="K", help="RRF constant: w / (K + rank) (default 60)"
     )
     parser.add_argument(
         "--weights",
         type=_weights,
         metavar="W1,W2,...",
-        help="one weight per run (default all 1; 0 skips a run, negative demotes)",
+        help="one weight per run, for weighted methods (default all 1; 0 skips a run, "
+        "negative demotes)",
+    )
+    parser.add_argument(
+        "--lower-is-better",
+        type=_flags,
+        metavar="B1,B2,...",
+        help="per run, true when its scores are distances (smaller is better), e.g. false,true",
+    )
+    parser.add_argument(
+        "--phi", type=_number, metavar="PHI", help="rbc's persistence, 0 <= PHI < 1"
+    )
+    parser.add_argument("--gamma", type=_number, metavar="G", help="gmnz's exponent")
+    parser.add_argument(
+        "--sigma", type=_number, metavar="S", help="logn_isr's constant, 0 <= S <= 1 (default 0.01)"
     )
     parser.add_argument(
         "--window",
@@ -133,6 +187,13 @@ def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
         default="score",
         help="how a run ranks a query's documents: by score with trec_eval's tie order "
         "(doc id descending; default), or in the order of the file's lines",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("trec", "parquet"),
+        default=None,
+        help="the format of every RUN (and of -o FILE); default: by file name, Parquet for "
+        ".parquet/.pq, TREC otherwise. Parquet needs the 'arrow' extra",
     )
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no warnings on stderr"
@@ -162,8 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rankfusion`` command."""
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Fuse, explain and evaluate TREC runs with Reciprocal Rank Fusion: "
-        "fast and deterministic.",
+        description="Fuse, explain and evaluate TREC runs with Reciprocal Rank Fusion and "
+        "21 other rank- and score-based methods: fast and deterministic.",
         epilog="Run 'rankfusion COMMAND --help' for a command's options and examples. "
         "Exit status: 0 ok, 1 bad data, 2 bad usage.",
     )
@@ -173,8 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     fuse = commands.add_parser(
         "fuse",
         help="fuse runs into one run; optionally trace and evaluate",
-        description="Fuse TREC runs with Reciprocal Rank Fusion: each run contributes "
-        "weight / (k + rank) to each document it ranks, per query. Writes the fused run "
+        description="Fuse TREC runs, by default with Reciprocal Rank Fusion: each run "
+        "contributes weight / (k + rank) to each document it ranks, per query (--method picks "
+        "one of 21 other rank- and score-based methods). Writes the fused run "
         "(qid Q0 docid rank score tag, ranks 1..n) to stdout or -o. A query missing from "
         "some runs is fused from the runs that have it.",
         epilog=FUSE_EXAMPLES,
@@ -310,9 +372,41 @@ def _write_stdout(text: str) -> None:
         out.flush()
 
 
-def _check_weights(args: argparse.Namespace) -> None:
-    if args.weights is not None and len(args.weights) != len(args.runs):
-        raise UsageError(f"--weights has {len(args.weights)} values for {len(args.runs)} runs")
+_OPTION_NAMES = {
+    "lower_is_better": "--lower-is-better",
+    "k": "-k",
+    "weights": "--weights",
+    "norm": "--norm",
+    "phi": "--phi",
+    "gamma": "--gamma",
+    "sigma": "--sigma",
+}
+
+
+def _check_fusion(args: argparse.Namespace) -> None:
+    """The fusion options, checked as ``rankfusion.fuse`` checks them (on one empty query):
+    a usage error (exit 2) before anything is read."""
+    from . import fuse
+
+    n = len(args.runs)
+    for name in ("weights", "lower_is_better"):
+        values = getattr(args, name)
+        if values is not None and len(values) != n:
+            option = _OPTION_NAMES.get(name, f"--{name}")
+            raise UsageError(f"{option} has {len(values)} values for {n} runs")
+    options = _fusion_options(args)
+    if options.get("k") is None:
+        options.pop("k")
+    try:
+        fuse([[]] * n, scores=[[]] * n, **options)
+    except (ValueError, TypeError) as e:
+        message = str(e)
+        for name, option in _OPTION_NAMES.items():  # the options' names, as typed
+            message = message.replace(f"{name} is not used", f"{option} is not used")
+            message = message.replace(f"needs {name}", f"needs {option}")
+            if message.startswith(f"{name} "):
+                message = option + message[len(name) :]
+        raise UsageError(message) from None
 
 
 def _read_mode(args: argparse.Namespace) -> Any:
@@ -342,12 +436,84 @@ def _warn_missing(args: argparse.Namespace, qids: Sequence[Sequence[str]]) -> No
 
 def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
     progress = _progress(args)
-    runs = [
-        trec.read_run(path, order=args.order, duplicates=_read_mode(args), progress=progress)
-        for path in args.runs
-    ]
+    runs = []
+    for path in args.runs:
+        if _format(args, path) == "parquet":
+            table = _read_table(args, path)
+            frame = _frame()
+            try:
+                run = frame._to_run(
+                    table, path, "qid", "docid", "score", args.order, _read_mode(args)
+                )
+            except frame.TableError as e:
+                raise DataError(str(e)) from None
+        else:
+            run = trec.read_run(
+                path, order=args.order, duplicates=_read_mode(args), progress=progress
+            )
+        runs.append(run)
     _warn_missing(args, [list(run) for run in runs])
     return runs
+
+
+# --- Parquet ----------------------------------------------------------------------------------
+
+
+def _format(args: argparse.Namespace, path: Optional[str]) -> str:
+    """The format of a run file or of -o: --format, else Parquet for .parquet/.pq names."""
+    if path is None or path == "-":
+        return "trec"  # stdout
+    if args.format:
+        return str(args.format)
+    return "parquet" if path.lower().endswith((".parquet", ".pq")) else "trec"
+
+
+def _frame() -> Any:
+    """rankfusion.frame; a UsageError when pyarrow is missing."""
+    try:
+        from . import frame
+    except ImportError as e:
+        raise UsageError(f"Parquet: {e}") from None
+    return frame
+
+
+def _read_table(args: argparse.Namespace, path: str) -> Any:
+    """A run file as a table ``qid, docid, score`` (Parquet: any preset's column names)."""
+    frame = _frame()
+    if _format(args, path) == "trec":
+        return frame.read_trec(path, order=args.order, duplicates=_read_mode(args))
+    try:
+        table = frame.read_table(path, format="parquet")
+    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: {e}") from None
+    if table.num_rows == 0:
+        raise DataError(f"{path}: empty run: the table has no rows")
+    return table
+
+
+def _fuse_tables(args: argparse.Namespace) -> int:
+    """``fuse`` when a run or -o is Parquet (no --qrels, --trace): the runs as Arrow tables,
+    fused by rankfusion.frame; the same output, warnings and errors as the TREC paths."""
+    frame = _frame()
+    tables = [_read_table(args, path) for path in args.runs]
+    qids = [frame._query_ids(t, "qid") for t in tables]
+    _warn_missing(args, qids)
+    try:
+        fused = frame.fuse(tables, order=args.order, **_fusion_options(args))
+    except frame.TableError as e:
+        where = re.fullmatch(r"runs\[(\d+)\]", e.run)
+        path = args.runs[int(where.group(1))] if where else e.run
+        raise DataError(str(e).replace(e.run, path, 1)) from None
+    del tables
+    if _format(args, args.output) == "parquet":
+        frame.write_parquet(fused, args.output)
+    elif args.output and args.output != "-":
+        frame.write_trec(fused, args.output, tag=args.tag)
+    else:  # as the other paths write to stdout
+        text = io.StringIO()
+        frame.write_trec(fused, text, tag=args.tag)
+        _write_stdout(text.getvalue())
+    return 0
 
 
 # --- fuse -------------------------------------------------------------------------------------
@@ -361,8 +527,9 @@ def _trace_lines(fused: Dict[str, List[Any]], names: Sequence[str], out: TextIO)
     for qid, hits in fused.items():
         lines = []
         for rank, hit in enumerate(hits, 1):
-            contributions = [
-                {
+            contributions = []
+            for c in hit.contributions:
+                item = {
                     "run": names[c.list_index],
                     "list_index": c.list_index,
                     "rank": c.rank,
@@ -370,8 +537,9 @@ def _trace_lines(fused: Dict[str, List[Any]], names: Sequence[str], out: TextIO)
                     "weight": c.weight,
                     "contribution": c.contribution,
                 }
-                for c in hit.contributions
-            ]
+                if c.normalized is not None:
+                    item["normalized"] = c.normalized
+                contributions.append(item)
             record = {
                 "qid": qid,
                 "docid": hit.key,
@@ -379,6 +547,9 @@ def _trace_lines(fused: Dict[str, List[Any]], names: Sequence[str], out: TextIO)
                 "score": hit.score,
                 "contributions": contributions,
             }
+            for name in ("factor", "divisor"):
+                if getattr(hit, name) is not None:
+                    record[name] = getattr(hit, name)
             lines.append(encode(record))
         if lines:
             out.write("\n".join(lines) + "\n")
@@ -396,7 +567,7 @@ def _metric_table(rows: List[tuple], measures: List[str]) -> str:
 
 
 def _fuse_command(args: argparse.Namespace) -> int:
-    _check_weights(args)
+    _check_fusion(args)
     _check_inputs(args.runs + ([args.qrels] if args.qrels else []))
     _check_output(args.output, "-o")
     _check_output(args.trace, "--trace")
@@ -419,8 +590,9 @@ def _fuse_command(args: argparse.Namespace) -> int:
     elif args.qrels:
         _check_stdout(" (the --qrels table goes to stdout with -o)")
 
+    tables = any(_format(args, p) == "parquet" for p in [*args.runs, args.output])
     if _native(args):
-        return _fuse_native(args)
+        return _fuse_tables(args) if tables else _fuse_native(args)
     runs = _read_runs(args)
     qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
     fused = trec.fuse(
@@ -431,7 +603,7 @@ def _fuse_command(args: argparse.Namespace) -> int:
     if qrels is not None:
         names = [str(m) for m in measures]
         rows = [(path, trec.evaluate(run, qrels, measures)) for path, run in zip(args.runs, runs)]
-        rows.append((f"fused (RRF k={args.k})", trec.evaluate(fused, qrels, measures)))
+        rows.append((f"fused ({_method_label(args)})", trec.evaluate(fused, qrels, measures)))
         table = _metric_table(rows, names)
 
     pending = []
@@ -440,7 +612,12 @@ def _fuse_command(args: argparse.Namespace) -> int:
             trace_file = trec._AtomicFile(args.trace)
             pending.append(trace_file)
             _trace_lines(fused, args.runs, trace_file.file)
-        if args.output and args.output != "-":
+        if _format(args, args.output) == "parquet":
+            run_file = trec._AtomicFile(args.output, compress=False)
+            pending.append(run_file)
+            frame = _frame()
+            frame._write_parquet_file(frame.from_run(fused), run_file)
+        elif args.output and args.output != "-":
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
             trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
@@ -462,14 +639,31 @@ def _fuse_command(args: argparse.Namespace) -> int:
 
 
 def _fusion_options(args: argparse.Namespace) -> Dict[str, Any]:
-    """The fusion keyword arguments of ``fuse`` (both paths)."""
+    """The fusion keyword arguments of ``trec.fuse`` (both paths; ``k`` None: not given)."""
     return {
+        "method": args.method,
+        "norm": args.norm,
         "k": args.k,
         "weights": args.weights,
         "window": args.window,
         "duplicates": args.duplicates,
-        "limit": args.limit or None,
+        "limit": getattr(args, "limit", None) or None,
+        "lower_is_better": args.lower_is_better,
+        "phi": args.phi,
+        "gamma": args.gamma,
+        "sigma": args.sigma,
     }
+
+
+def _method_label(args: argparse.Namespace) -> str:
+    """The fusion in a few words: ``RRF k=60``, ``wsum, min-max``, ``rbc phi=0.8``."""
+    if args.method == "rrf":
+        return f"RRF k={60 if args.k is None else args.k}"
+    parts = [args.method + (f", {args.norm}" if args.norm else "")]
+    for name in ("phi", "gamma", "sigma"):
+        if getattr(args, name) is not None:
+            parts.append(f"{name}={getattr(args, name)}")
+    return " ".join(parts)
 
 
 def _native(args: argparse.Namespace) -> bool:
@@ -516,23 +710,42 @@ def _fmt(x: Optional[float]) -> str:
     return "-" if x is None else repr(float(x))
 
 
+# How each method makes a contribution and a score, for explain's header.
+_FORMULAS = {
+    "rrf": "contribution = weight / (k + rank)",
+    "rbc": "contribution = weight * (1 - phi) * phi^(rank - 1)",
+    "isr": "contribution = 1 / rank^2; score = sum * |runs holding it|",
+    "log_isr": "contribution = 1 / rank^2; score = sum * ln |runs holding it|",
+    "logn_isr": "contribution = 1 / rank^2; score = sum * ln(|runs holding it| + sigma)",
+    "bordafuse": "contribution = weight * (|candidates| - rank + 1); unranked: the mean left",
+    "condorcet": "score = 1 + the documents it beats (contribution = the run's vote)",
+    "sum": "contribution = normalised",
+    "wsum": "contribution = weight * normalised",
+    "mnz": "contribution = normalised; score = sum * |runs holding it|",
+    "anz": "contribution = normalised; score = sum / |runs holding it|",
+    "gmnz": "contribution = normalised; score = sum * |runs holding it|^gamma",
+    "max": "score = the largest normalised",
+    "min": "score = the smallest normalised",
+    "med": "score = the median normalised",
+    "wmnz": "contribution = normalised; score = sum * (sum of the weights of runs holding it)",
+    "mixed": "contribution = weight * normalised; score = sum * sqrt(|runs holding it|)",
+    "dbsf": "contribution = normalised (dbsf); score = sum",
+    "relative_score": "contribution = weight * normalised (min-max)",
+    "arithmetic_mean": "contribution = weight * normalised; score = sum / sum of weights",
+    "geometric_mean": "contribution = weight * ln normalised; score = exp(sum / sum of weights)",
+    "harmonic_mean": "contribution = weight / normalised; score = sum of weights / sum",
+}
+
+
 def _explain_command(args: argparse.Namespace) -> int:
-    _check_weights(args)
+    _check_fusion(args)
     _check_inputs(args.runs)
     _check_stdout()
     runs = _read_runs(args)
     qid = args.query
     if not any(qid in run for run in runs):
         raise DataError(f"query {qid!r} is in none of the runs")
-    fused = trec.fuse(
-        runs,
-        k=args.k,
-        weights=args.weights,
-        window=args.window,
-        duplicates=args.duplicates,
-        trace=True,
-        queries=[qid],
-    )[qid]
+    fused = trec.fuse(runs, **_fusion_options(args), trace=True, queries=[qid])[qid]
     weights = args.weights or [1.0] * len(runs)
     positions = []  # per run: doc id -> (rank, raw score) of its best-ranked line
     for run in runs:
@@ -558,15 +771,23 @@ def _explain_command(args: argparse.Namespace) -> int:
     out.append(
         f"query {qid}: {total} fused document{'s' if total != 1 else ''}"
         + (f", top {args.top} shown" if args.doc is None and total > args.top else "")
-        + f"; RRF k={args.k}, contribution = weight / (k + rank)"
+        + f"; {_method_label(args)}, {_FORMULAS[args.method]}"
     )
     for fused_rank, hit in selected:
         out.append("")
         if fused_rank is None:
             out.append(f"doc {hit.key}: no fused score (no run counts it)")
         else:
-            out.append(f"#{fused_rank}  doc {hit.key}  score {_fmt(hit.score)}")
-        rows = [("run", "rank", "raw score", "weight", "contribution")]
+            applied = [
+                f"{name} {_fmt(getattr(hit, name))}"
+                for name in ("factor", "divisor", "boost")
+                if getattr(hit, name, None) is not None
+            ]
+            out.append(
+                f"#{fused_rank}  doc {hit.key}  score {_fmt(hit.score)}"
+                + "".join(f"  ({a})" for a in applied)
+            )
+        rows = [("run", "rank", "raw score", "normalised", "weight", "contribution")]
         by_run: Dict[int, List[Any]] = {}
         for c in hit.contributions or ():
             by_run.setdefault(c.list_index, []).append(c)
@@ -574,25 +795,35 @@ def _explain_command(args: argparse.Namespace) -> int:
             counted = by_run.get(i)
             if counted:
                 for c in counted:
+                    rank = str(c.rank) if c.rank else "-"  # 0: a value for a doc not in the run
                     rows.append(
-                        (path, str(c.rank), _fmt(c.score), _fmt(c.weight), _fmt(c.contribution))
+                        (
+                            path,
+                            rank,
+                            _fmt(c.score),
+                            _fmt(c.normalized),
+                            _fmt(c.weight),
+                            _fmt(c.contribution) + ("" if c.rank else " (not in run)"),
+                        )
                     )
                 continue
             seen = positions[i].get(hit.key)
             if seen is None:
                 why = "not in run" if qid in runs[i] else "query not in run"
-                rows.append((path, "-", "-", _fmt(weights[i]), why))
+                rows.append((path, "-", "-", "-", _fmt(weights[i]), why))
             elif weights[i] == 0:
-                rows.append((path, str(seen[0]), _fmt(seen[1]), _fmt(0.0), "skipped: weight 0"))
+                rows.append(
+                    (path, str(seen[0]), _fmt(seen[1]), "-", _fmt(0.0), "skipped: weight 0")
+                )
             else:
                 rows.append(
-                    (path, str(seen[0]), _fmt(seen[1]), _fmt(weights[i]), "outside the window")
+                    (path, str(seen[0]), _fmt(seen[1]), "-", _fmt(weights[i]), "outside the window")
                 )
-        widths = [max(len(r[j]) for r in rows) for j in range(5)]
+        widths = [max(len(r[j]) for r in rows) for j in range(6)]
         for row in rows:
             cells = [row[0].ljust(widths[0])]
-            cells += [c.rjust(w) for c, w in zip(row[1:4], widths[1:4])]
-            out.append(("  " + "  ".join([*cells, row[4]])).rstrip())
+            cells += [c.rjust(w) for c, w in zip(row[1:5], widths[1:5])]
+            out.append(("  " + "  ".join([*cells, row[5]])).rstrip())
     _write_stdout("\n".join(out) + "\n")
     return 0
 

@@ -489,7 +489,9 @@ def write_qrels(qrels: Mapping[Any, Mapping[Any, int]], path: Union[PathLike, IO
 def fuse(
     runs: Sequence[Mapping[str, Ranking]],
     *,
-    k: float = 60,
+    method: str = "rrf",
+    norm: Optional[str] = None,
+    k: Optional[float] = None,
     weights: Optional[Sequence[float]] = None,
     window: Optional[int] = None,
     duplicates: str = "first",
@@ -497,23 +499,52 @@ def fuse(
     limit: Optional[int] = None,
     min_score: Optional[float] = None,
     normalize: bool = False,
+    lower_is_better: Optional[Sequence[bool]] = None,
+    phi: Optional[float] = None,
+    gamma: Optional[float] = None,
+    sigma: Optional[float] = None,
     trace: bool = False,
     queries: Optional[Iterable[str]] = None,
     progress: Union[bool, Any] = False,
 ) -> Dict[str, List[Hit]]:
-    """Reciprocal Rank Fusion of runs, query by query: ``{qid: [Hit, ...]}``, best first.
+    """Fusion of runs, query by query: ``{qid: [Hit, ...]}``, best first.
 
-    Each query is fused by one call of ``rankfusion.rrf`` on the runs' doc id lists, in the order
-    of ``runs`` (so ``Contribution.list_index`` is the index of the run), with the keyword
-    arguments given here (see ``rankfusion.rrf``). A query missing from some runs is fused from
-    the runs that have it (a missing run contributes an empty list); queries come in the order
-    they first appear in ``runs[0]``, then ``runs[1]``, ... With ``trace=True`` each
-    contribution also carries the run's raw score. ``queries`` restricts fusion to those qids
-    (absent ones are left out). Raises what ``rrf`` raises for bad arguments (ValueError /
-    TypeError), its message prefixed with the query.
+    Each query is fused by one call of ``rankfusion.fuse`` on the runs' doc id lists, in the
+    order of ``runs`` (so ``Contribution.list_index`` is the index of the run), with the keyword
+    arguments given here (see ``rankfusion.fuse``; ``k=None`` means rrf's default, 60, and is
+    the only ``k`` other methods accept). A score-based method reads the runs' scores (each
+    must then be finite). A query missing from some runs is fused from the runs that have it (a
+    missing run contributes an empty list); queries come in the order they first appear in
+    ``runs[0]``, then ``runs[1]``, ... With ``trace=True`` each contribution also carries the
+    run's raw score. ``queries`` restricts fusion to those qids (absent ones are left out).
+    Raises what ``fuse`` raises for bad arguments (ValueError / TypeError), its message
+    prefixed with the query.
     """
-    from rankfusion import rrf  # the Rust core; imported here so that this module loads alone
+    from rankfusion import (
+        fuse as fuse_lists,
+    )  # the Rust core; imported here so that this module loads alone
 
+    options: Dict[str, Any] = dict(
+        method=method,
+        norm=norm,
+        weights=weights,
+        window=window,
+        duplicates=duplicates,
+        tie_break=tie_break,
+        limit=limit,
+        min_score=min_score,
+        normalize=normalize,
+        lower_is_better=lower_is_better,
+        phi=phi,
+        gamma=gamma,
+        sigma=sigma,
+        trace=trace,
+    )
+    if k is not None:
+        options["k"] = k
+    # The arguments, checked once (an empty query of every run), before any query is fused.
+    fuse_lists([[]] * len(runs), scores=[[]] * len(runs), **options)
+    with_scores = trace or _reads_scores(method, norm)
     if queries is None:
         qids: Dict[str, None] = {}
         for run in runs:
@@ -528,18 +559,10 @@ def fuse(
     for qid in order:
         rankings = [run.get(qid, empty) for run in runs]
         try:
-            fused[qid] = rrf(
+            fused[qid] = fuse_lists(
                 [r.docids for r in rankings],
-                k=k,
-                weights=weights,
-                window=window,
-                duplicates=duplicates,
-                tie_break=tie_break,
-                limit=limit,
-                min_score=min_score,
-                normalize=normalize,
-                scores=[r.scores for r in rankings] if trace else None,
-                trace=trace,
+                scores=[r.scores for r in rankings] if with_scores else None,
+                **options,
             )
         except (ValueError, TypeError) as e:
             kind = TypeError if isinstance(e, TypeError) else ValueError
@@ -549,6 +572,13 @@ def fuse(
     if bar is not None:
         bar.close()
     return fused
+
+
+def _reads_scores(method: str, norm: Optional[str]) -> bool:
+    """Whether ``method`` with ``norm`` reads the lists' scores (arguments already checked)."""
+    from ._reference import METHODS, RANK_NORMS
+
+    return METHODS[method].kind == "score" and norm not in RANK_NORMS
 
 
 # --- the native path: read + fuse + write without Python run objects --------------------------
@@ -599,30 +629,29 @@ def _no_bound_if_huge(n: Any) -> Any:
 def _fuse_run_files(
     files: Sequence[Any],
     *,
-    k: float = 60,
-    weights: Optional[Sequence[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    limit: Optional[int] = None,
     tag: str = "rankfusion",
+    window: Optional[int] = None,
+    limit: Optional[int] = None,
+    **options: Any,
 ) -> bytes:
-    """The bytes :func:`write_run` writes for ``fuse(runs, k=k, weights=weights, window=window,
-    duplicates=duplicates, limit=limit)`` with ``tag``, where ``runs`` are the runs ``files``
-    (from :func:`_read_run_files`) hold: fused and formatted by the core (``rust/trec_fuse.rs``)
-    with the GIL released, without a Python object per line. Raises what ``fuse`` raises for
-    the first query that fails (ValueError naming the query), and ValueError for a bad tag.
+    """The bytes :func:`write_run` writes for ``fuse(runs, window=window, limit=limit,
+    **options)`` with ``tag``, where ``runs`` are the runs ``files`` (from
+    :func:`_read_run_files`) hold: fused and formatted by the core (``rust/trec/fuse.rs``) with
+    the GIL released, without a Python object per line. ``options``: ``fuse``'s method, norm,
+    k, weights, duplicates, lower_is_better, phi, gamma and sigma. Raises what ``fuse`` raises
+    for the first query that fails (ValueError naming the query), and ValueError for a bad tag.
     A ``window`` or ``limit`` too large for the core (beyond 64 bits) means "no bound", as in
     ``rrf``: no list can be that long.
     """
     _check_id(tag, "tag")
+    if options.get("k") is None:
+        options.pop("k", None)
     return _core._fuse_run_files(
         list(files),
-        k=k,
-        weights=None if weights is None else [float(w) for w in weights],
         window=_no_bound_if_huge(window),
-        duplicates=duplicates,
         limit=_no_bound_if_huge(limit),
         tag=tag.encode("utf-8", "surrogateescape"),
+        **options,
     )
 
 

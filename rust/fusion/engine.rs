@@ -306,9 +306,15 @@ impl Workspace {
             .map(|id| value(id as u32, self.keys[id].key, self.keys[id].first))
             .collect::<Result<Vec<Option<f64>>, E>>()?;
         let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
-        for v in values.iter().flatten() {
-            low = low.min(*v);
-            high = high.max(*v);
+        // Python's min and max: the first of the smallest (largest) values, whatever the sign
+        // of a zero.
+        for &v in values.iter().flatten() {
+            if v < low {
+                low = v;
+            }
+            if v > high {
+                high = v;
+            }
         }
         for (id, v) in values.iter().enumerate() {
             let Some(v) = v else { continue };

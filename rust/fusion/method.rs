@@ -91,10 +91,16 @@ impl ListNorm {
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
 fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
+    // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
+    // `f64::max` may return either of two equal zeros.)
     let (mut low, mut high) = (values[0], values[0]);
     for &v in values.iter() {
-        low = low.min(v);
-        high = high.max(v);
+        if v < low {
+            low = v;
+        }
+        if v > high {
+            high = v;
+        }
     }
     Ok(match norm {
         Norm::None | Norm::Rank | Norm::Borda => ListNorm::Identity,
@@ -129,12 +135,14 @@ fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<L
                 }
             }
         }
+        Norm::ZScore if high == low => ListNorm::Constant(0.0),
         Norm::ZScore => {
-            // (The mean sorts `values`: the squares are the same values in another order.)
+            // (The mean sorts `values`: the deviations are the same values in another order.)
             let mean = canonical_sum_runs(values) / n;
-            scratch.clear();
-            scratch.extend(values.iter().map(|&v| (v - mean) * (v - mean)));
-            let sd = (canonical_sum_runs(scratch) / n).sqrt();
+            for v in values.iter_mut() {
+                *v -= mean;
+            }
+            let sd = root_sum_squares(values, n, scratch);
             if sd == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -142,9 +150,7 @@ fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<L
             }
         }
         Norm::L2 => {
-            scratch.clear();
-            scratch.extend(values.iter().map(|&v| v * v));
-            let length = canonical_sum_runs(scratch).sqrt();
+            let length = root_sum_squares(values, 1.0, scratch);
             if length == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -182,6 +188,25 @@ fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<L
 fn canonical_sum_runs(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.iter().fold(0.0, |acc, &v| acc + v)
+}
+
+/// sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a zero
+/// or infinite root of values that are not all zero), the same with every x divided by the
+/// largest |x| first, and the root multiplied by it (as the reference's `_root_sum_squares`).
+/// `squares` is scratch.
+fn root_sum_squares(xs: &[f64], divisor: f64, squares: &mut Vec<f64>) -> f64 {
+    squares.clear();
+    squares.extend(xs.iter().map(|&x| x * x));
+    let root = (canonical_sum_runs(squares) / divisor).sqrt();
+    if (root == 0.0 || root.is_infinite()) && xs.iter().any(|&x| x != 0.0) {
+        let top = xs
+            .iter()
+            .fold(0.0f64, |m, &x| if x.abs() > m { x.abs() } else { m });
+        squares.clear();
+        squares.extend(xs.iter().map(|&x| (x / top) * (x / top)));
+        return top * (canonical_sum_runs(squares) / divisor).sqrt();
+    }
+    root
 }
 
 /// The median of `values` (sorted in place, stably: equal values keep their order, as Python's
@@ -350,10 +375,11 @@ fn order_stat(method: Method, values: &mut [f64]) -> f64 {
         }
         best
     };
+    // A zero is +0.0 whatever the order of the lists (`+ 0.0`).
     match method {
-        Method::Max => pick(|v, best| v > best),
-        Method::Min => pick(|v, best| v < best),
-        _ => median(values),
+        Method::Max => pick(|v, best| v > best) + 0.0,
+        Method::Min => pick(|v, best| v < best) + 0.0,
+        _ => median(values) + 0.0,
     }
 }
 

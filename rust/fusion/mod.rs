@@ -11,6 +11,8 @@
 pub mod engine;
 pub mod keys;
 pub mod method;
+#[cfg(test)]
+mod method_tests;
 pub mod params;
 #[cfg(test)]
 mod tests;

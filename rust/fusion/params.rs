@@ -310,6 +310,19 @@ pub fn finite(name: &str, x: f64) -> Result<f64> {
     }
 }
 
+/// A raw score (`scores[i][j]`): never NaN; infinite only where the method does not `read` it
+/// (a rank-based method carries it into traces).
+pub fn raw_score(name: &str, x: f64, read: bool) -> Result<f64> {
+    if x.is_nan() {
+        return Err(Error::invalid(name, format!("{name} must not be NaN")));
+    }
+    if read {
+        finite(name, x)
+    } else {
+        Ok(x)
+    }
+}
+
 pub fn k(k: f64) -> Result<f64> {
     finite("k", k)?;
     if k < 0.0 {
@@ -418,6 +431,18 @@ pub fn weights_len(n_weights: usize, n_lists: usize) -> Result<()> {
     }
 }
 
+/// `lower_is_better` holds one flag per list.
+pub fn lower_is_better_len(n_values: usize, n_lists: usize) -> Result<()> {
+    if n_values == n_lists {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "lower_is_better",
+            format!("lower_is_better has {n_values} values for {n_lists} lists"),
+        ))
+    }
+}
+
 pub fn weight(i: usize, w: f64) -> Result<f64> {
     finite(&format!("weights[{i}]"), w)
 }
@@ -494,8 +519,11 @@ impl Params {
             .normalize
             .then(|| normalizer(&weights, self.k))
             .transpose()?;
-        if self.lower_is_better.is_some() && (method.is_rank_based() || !norm.reads_scores()) {
-            return Err(unused("lower_is_better", method));
+        if let Some(lower) = &self.lower_is_better {
+            if method.is_rank_based() || !norm.reads_scores() {
+                return Err(unused("lower_is_better", method));
+            }
+            lower_is_better_len(lower.len(), n_lists)?;
         }
         for (name, value) in [
             ("phi", self.phi),

@@ -338,13 +338,13 @@ pub fn method_params<'py>(
     let norm = params::norm(method, p.norm)?;
     if let Some(lower) = lower_is_better {
         if method.is_rank_based() || !norm.reads_scores() {
-            let user = if norm == Norm::None {
-                method.name()
+            let user = if method.is_rank_based() {
+                format!("method '{}'", method.name())
             } else {
-                norm.name()
+                format!("norm '{}'", norm.name()) // it reads the ranks, not the scores
             };
             return Err(PyValueError::new_err(format!(
-                "lower_is_better is not used by method '{user}'"
+                "lower_is_better is not used by {user}"
             )));
         }
         let lower = as_tuple(&lower, "lower_is_better")?;

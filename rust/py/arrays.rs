@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyTuple, PyType};
 
 use super::args::integer;
 use crate::batch::IdMatrix;
@@ -24,6 +24,28 @@ pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
         .map(|m| m.bind(py))
 }
 
+/// A masked array's mask would be ignored (its hidden entries read as data): a TypeError, as
+/// the reference's `_not_masked`.
+fn not_masked(value: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
+    let py = value.py();
+    static MASKED_ARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let masked = MASKED_ARRAY.get_or_try_init(py, || {
+        numpy(py)?
+            .getattr("ma")?
+            .getattr("MaskedArray")?
+            .cast_into::<PyType>()
+            .map(Bound::unbind)
+            .map_err(PyErr::from)
+    })?;
+    if value.is_instance(masked.bind(py))? {
+        return Err(PyTypeError::new_err(format!(
+            "{name} is a masked array; its mask would be ignored: pass a plain array \
+             (e.g. ids.filled(pad), scores.filled(nan))"
+        )));
+    }
+    Ok(())
+}
+
 /// A 2-D array whose dtype kind is accepted (checked before the shape), like the reference's
 /// `_matrix`.
 pub fn matrix<'py>(
@@ -33,6 +55,7 @@ pub fn matrix<'py>(
     what: &str,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     let py = value.py();
+    not_masked(value, name)?;
     let array = match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
         Ok(a) => a,
         Err(e) if e.is_instance_of::<PyValueError>(py) => {
@@ -132,6 +155,7 @@ fn copy_ids(ids: &[i64]) -> Vec<i64> {
 /// TypeError, a wrong number of dimensions a ValueError.
 pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<'py>> {
     let py = value.py();
+    not_masked(value, name)?;
     let array = match value.cast::<PyUntypedArray>() {
         Ok(a) => a.clone(),
         Err(_) => match numpy(py)?.call_method1("asarray", (value,)) {

@@ -21,9 +21,9 @@ pub fn exact_ints(lists: &[Bound<'_, PyTuple>], read: &[usize]) -> Option<Vec<Ve
             if !item.is_exact_instance_of::<PyInt>() {
                 return None;
             }
-            // SAFETY: an exact int. Overflow is reported through `overflow` (no exception is
-            // set) and sends us to the Python path; an exact int raises nothing else.
             let mut overflow = 0;
+            // SAFETY: an exact int, GIL held. Overflow is reported through `overflow` (no
+            // exception is set) and sends us to the Python path; an exact int raises nothing else.
             let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
             if overflow != 0 {
                 return None;

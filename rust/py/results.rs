@@ -9,9 +9,9 @@
 //! the wrong kind is a TypeError or ValueError naming it), `__reduce__` through it, and, where
 //! the data are plain, `to_dict()`.
 
+use std::cell::UnsafeCell;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -69,7 +69,42 @@ pub struct Spec {
     type_ptr: AtomicPtr<ffi::PyTypeObject>,
     /// Freed instances kept for reuse, as CPython keeps tuples and floats: allocating and
     /// freeing a GC object costs more than all the rest of making a hit.
-    free: Mutex<Vec<usize>>,
+    free: FreeList,
+}
+
+/// A free list, only ever touched with the GIL held: by [`Spec::make`] (which holds a `Python`
+/// token) and by `tp_dealloc` (which CPython calls with the GIL held). The GIL is the lock, so a
+/// plain cell suffices where a `Mutex` would cost a lock and an unlock per object. The module is
+/// built for the stable ABI (abi3), which a free-threaded CPython does not load.
+struct FreeList(UnsafeCell<Vec<usize>>);
+
+// SAFETY: every access is made with the GIL held (see `FreeList`), which serialises them.
+unsafe impl Sync for FreeList {}
+
+impl FreeList {
+    const fn new() -> Self {
+        FreeList(UnsafeCell::new(Vec::new()))
+    }
+
+    /// # Safety
+    /// The GIL must be held, and no other borrow of the list live (none outlives these calls).
+    unsafe fn pop(&self) -> Option<usize> {
+        (*self.0.get()).pop()
+    }
+
+    /// Keeps `obj` unless the list is full; whether it was kept.
+    ///
+    /// # Safety
+    /// As [`FreeList::pop`].
+    unsafe fn push(&self, obj: usize) -> bool {
+        let list = &mut *self.0.get();
+        if list.len() < FREE_MAX {
+            list.push(obj);
+            true
+        } else {
+            false
+        }
+    }
 }
 
 /// The most freed instances kept per type.
@@ -116,7 +151,7 @@ pub static CONTRIBUTION: Spec = Spec {
     check: no_check,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static HIT: Spec = Spec {
@@ -155,7 +190,7 @@ pub static HIT: Spec = Spec {
     check: no_check,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static REVALIDATED: Spec = Spec {
@@ -181,7 +216,7 @@ pub static REVALIDATED: Spec = Spec {
     check: no_check,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 /// ids (Q, W), scores (Q, W), counts (Q,), and optionally two (Q, W, L) arrays.
@@ -252,7 +287,7 @@ pub static BATCH_RESULT: Spec = Spec {
     check: batch_shapes,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static REVALIDATED_BATCH: Spec = Spec {
@@ -283,7 +318,7 @@ pub static REVALIDATED_BATCH: Spec = Spec {
     check: batch_shapes,
     ty: PyOnceLock::new(),
     type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: Mutex::new(Vec::new()),
+    free: FreeList::new(),
 };
 
 pub static SPECS: [&Spec; 5] = [
@@ -306,25 +341,27 @@ impl Spec {
 
     fn make_type(&'static self, py: Python<'_>) -> PyResult<Py<PyType>> {
         let n = self.fields.len();
-        let items = items_offset(py)?;
-        let mut members: Vec<ffi::PyMemberDef> = self
+        items_offset(py)?; // before any getter reads OFFSET_CACHE
+                           // One getter per field, its index in the closure pointer: a field left NULL (a hidden
+                           // field the core did not set) reads as None.
+        let mut getset: Vec<ffi::PyGetSetDef> = self
             .fields
             .iter()
             .enumerate()
-            .map(|(i, f)| ffi::PyMemberDef {
+            .map(|(i, f)| ffi::PyGetSetDef {
                 name: f.name.as_ptr(),
-                type_code: ffi::Py_T_OBJECT_EX,
-                offset: (items + i * std::mem::size_of::<*mut ffi::PyObject>()) as ffi::Py_ssize_t,
-                flags: ffi::Py_READONLY,
+                get: Some(get_field),
+                set: None,
                 doc: f.doc.as_ptr(),
+                closure: i as *mut std::ffi::c_void,
             })
             .collect();
-        members.push(ffi::PyMemberDef {
+        getset.push(ffi::PyGetSetDef {
             name: std::ptr::null(),
-            type_code: 0,
-            offset: 0,
-            flags: 0,
+            get: None,
+            set: None,
             doc: std::ptr::null(),
+            closure: std::ptr::null_mut(),
         });
         let (dealloc, traverse): (ffi::destructor, ffi::traverseproc) = match n {
             3 => (dealloc::<3>, traverse::<3>),
@@ -335,15 +372,12 @@ impl Spec {
         // The type keeps pointers into its spec: they live as long as the process.
         let slots: &'static mut [ffi::PyType_Slot] = vec![
             slot(ffi::Py_tp_doc, self.doc.as_ptr() as *mut _),
-            slot(ffi::Py_tp_members, members.leak().as_mut_ptr().cast()),
+            slot(ffi::Py_tp_getset, getset.leak().as_mut_ptr().cast()),
             slot(ffi::Py_tp_dealloc, dealloc as *mut _),
             slot(ffi::Py_tp_traverse, traverse as *mut _),
             slot(ffi::Py_tp_hash, hash as *mut _),
             // Defining tp_hash stops tp_richcompare from being inherited: tuple's, explicitly.
-            // SAFETY: reading a slot of a static type.
-            slot(ffi::Py_tp_richcompare, unsafe {
-                ffi::PyType_GetSlot(&raw mut ffi::PyTuple_Type, ffi::Py_tp_richcompare)
-            }),
+            slot(ffi::Py_tp_richcompare, tuple_richcompare()),
             slot(0, std::ptr::null_mut()),
         ]
         .leak();
@@ -432,7 +466,7 @@ impl Spec {
         // released, untracked, holding its reference to the type), revived here. Every field is
         // set to a new reference, and the tuple length is that of the visible fields.
         unsafe {
-            let reused = self.free.lock().ok().and_then(|mut f| f.pop());
+            let reused = self.free.pop(); // the GIL is held: `py`
             let obj = match reused {
                 Some(p) => {
                     let obj = p as *mut ffi::PyObject;
@@ -453,7 +487,9 @@ impl Spec {
                 *items.add(i) = v.into_ptr();
                 set = i + 1;
             }
-            for i in set..n {
+            // Visible fields are tuple items and never NULL; hidden ones not given stay NULL
+            // (read as None), which spares a reference count on each.
+            for i in set..self.visible {
                 *items.add(i) = py.None().into_ptr();
             }
             (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
@@ -483,8 +519,23 @@ fn items_offset(py: Python<'_>) -> PyResult<usize> {
 /// # Safety
 /// `obj` must be a record made by [`Spec::make`] (so [`items_offset`] has run).
 unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
+    // SAFETY: `offset` is where a tuple's items start, inside the record's allocation.
     let offset = OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed);
     obj.cast::<u8>().add(offset).cast()
+}
+
+/// The getter of field `closure` (its index): the field, or None where it is NULL.
+///
+/// # Safety
+/// Called by Python with a record of this getter's type; `closure` is the field's index.
+unsafe extern "C" fn get_field(
+    obj: *mut ffi::PyObject,
+    closure: *mut std::ffi::c_void,
+) -> *mut ffi::PyObject {
+    let item = *record_items(obj).add(closure as usize);
+    let item = if item.is_null() { ffi::Py_None() } else { item };
+    ffi::Py_INCREF(item);
+    item
 }
 
 /// `items_offset`, for the slots that run without a `Python` token.
@@ -495,6 +546,8 @@ static OFFSET_CACHE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicU
 /// # Safety
 /// Called by Python on a record of `N` fields whose last reference is gone.
 unsafe extern "C" fn dealloc<const N: usize>(obj: *mut ffi::PyObject) {
+    // SAFETY (of every operation below): `obj` is a live record of `N` fields, GC-tracked, made
+    // by `Spec::make`; its fields are NULL or owned references.
     let ty = ffi::Py_TYPE(obj);
     ffi::PyObject_GC_UnTrack(obj.cast());
     let items = record_items(obj);
@@ -509,12 +562,12 @@ unsafe extern "C" fn dealloc<const N: usize>(obj: *mut ffi::PyObject) {
     let spec = SPECS
         .iter()
         .find(|s| s.type_ptr.load(Ordering::Acquire) == ty);
-    if let Some(mut free) = spec.and_then(|s| s.free.lock().ok()) {
-        if free.len() < FREE_MAX {
-            free.push(obj as usize);
-            return;
-        }
+    // CPython calls tp_dealloc with the GIL held.
+    if spec.is_some_and(|s| s.free.push(obj as usize)) {
+        return;
     }
+    // SAFETY: the Py_tp_free slot of a type is always set (inherited from object at worst) and
+    // holds a `freefunc`.
     let free: ffi::freefunc = std::mem::transmute(ffi::PyType_GetSlot(ty, ffi::Py_tp_free));
     free(obj.cast());
     ffi::Py_DECREF(ty.cast());
@@ -529,6 +582,7 @@ unsafe extern "C" fn traverse<const N: usize>(
     visit: ffi::visitproc,
     arg: *mut std::ffi::c_void,
 ) -> std::ffi::c_int {
+    // SAFETY: `obj` is a record of `N` fields, each NULL or a live object, as `visit` needs.
     let items = record_items(obj);
     for i in 0..N {
         let item = *items.add(i);
@@ -542,12 +596,49 @@ unsafe extern "C" fn traverse<const N: usize>(
     visit(ffi::Py_TYPE(obj).cast(), arg)
 }
 
+/// tuple's tp_richcompare where the running Python lets a static type's slot be read (3.10+;
+/// CPython 3.9's `PyType_GetSlot` refuses static types with a SystemError), else
+/// [`richcompare_as_tuple`].
+fn tuple_richcompare() -> *mut std::ffi::c_void {
+    // SAFETY: reading a slot of a static type, GIL held (called while making a type); a NULL
+    // result comes with an exception, cleared here.
+    unsafe {
+        let slot = ffi::PyType_GetSlot(&raw mut ffi::PyTuple_Type, ffi::Py_tp_richcompare);
+        if slot.is_null() {
+            ffi::PyErr_Clear();
+            richcompare_as_tuple as *mut _
+        } else {
+            slot
+        }
+    }
+}
+
+/// tp_richcompare on CPython 3.9: the visible fields as a plain tuple, compared.
+///
+/// # Safety
+/// Called by Python on a record, GIL held.
+unsafe extern "C" fn richcompare_as_tuple(
+    obj: *mut ffi::PyObject,
+    other: *mut ffi::PyObject,
+    op: std::ffi::c_int,
+) -> *mut ffi::PyObject {
+    let plain = ffi::PySequence_Tuple(obj);
+    if plain.is_null() {
+        return std::ptr::null_mut();
+    }
+    let result = ffi::PyObject_RichCompare(plain, other, op);
+    ffi::Py_DECREF(plain);
+    result
+}
+
 /// tp_hash: the hash of the visible fields as a plain tuple (what a tuple equal to it hashes
 /// to).
 ///
 /// # Safety
 /// Called by Python on a record, GIL held.
 unsafe extern "C" fn hash(obj: *mut ffi::PyObject) -> ffi::Py_hash_t {
+    // SAFETY: `obj` is a live record (a tuple), GIL held; `plain` is a new reference or NULL with
+    // an exception set, released once hashed.
     let plain = ffi::PySequence_Tuple(obj);
     if plain.is_null() {
         return -1;

@@ -2,6 +2,7 @@
 //! page built as `Hit` objects.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyList, PyTuple};
 
@@ -31,14 +32,14 @@ pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, 
         .collect()
 }
 
-/// `scores=`: per list, None or the list's raw scores (finite reals), aligned with the list. A
+/// `scores=`: per list, None or the list's raw scores (reals, not NaN), aligned with the list. A
 /// method whose normalisation reads scores needs them for every list it reads.
 pub fn extract_raw_scores(
     scores: Option<Bound<'_, PyAny>>,
     lists: &[Bound<'_, PyTuple>],
     plan: &Plan,
 ) -> PyResult<Vec<Option<Vec<f64>>>> {
-    let raw = raw_scores(scores, lists)?;
+    let raw = raw_scores(scores, lists, plan.reads_scores())?;
     if plan.reads_scores() {
         for (i, s) in raw.iter().enumerate() {
             if plan.weights[i] != 0.0 && s.is_none() {
@@ -52,6 +53,7 @@ pub fn extract_raw_scores(
 fn raw_scores(
     scores: Option<Bound<'_, PyAny>>,
     lists: &[Bound<'_, PyTuple>],
+    read: bool,
 ) -> PyResult<Vec<Option<Vec<f64>>>> {
     let n = lists.len();
     let mut raw_scores = vec![None; n];
@@ -81,7 +83,7 @@ fn raw_scores(
         let mut raw = Vec::with_capacity(values.len());
         for (j, x) in values.iter().enumerate() {
             let name = format!("{name}[{j}]");
-            raw.push(params::finite(&name, real(&x, &name)?)?);
+            raw.push(params::raw_score(&name, real(&x, &name)?, read)?);
         }
         raw_scores[i] = Some(raw);
     }
@@ -288,32 +290,51 @@ impl Engine {
                 hits.push(HIT.make(py, [key.to_owned(), score])?);
                 continue;
             }
-            let mut items = Vec::with_capacity(self.trace.hit(j).len());
-            for c in self.trace.hit(j) {
-                let list = c.list as usize;
-                items.push(CONTRIBUTION.make(
+            let contributions = self.trace.hit(j);
+            // SAFETY: a new tuple of that length; each slot is set once below, with a new
+            // reference it steals (a tuple dropped half-filled releases only what it holds).
+            let items = unsafe {
+                Bound::from_owned_ptr_or_err(
                     py,
-                    [
-                        list.into_pyobject(py)?.into_any(),
-                        c.rank().into_pyobject(py)?.into_any(),
-                        weights[list].clone(),
-                        PyFloat::new(py, c.value).into_any(),
-                        float_or_none(c.raw),
-                        float_or_none(c.normalized),
-                    ],
-                )?);
+                    ffi::PyTuple_New(contributions.len() as ffi::Py_ssize_t),
+                )?
+            };
+            for (i, c) in contributions.iter().enumerate() {
+                let list = c.list as usize;
+                let fields = [
+                    list.into_pyobject(py)?.into_any(),
+                    c.rank().into_pyobject(py)?.into_any(),
+                    weights[list].clone(),
+                    PyFloat::new(py, c.value).into_any(),
+                    float_or_none(c.raw),
+                ];
+                let item = if c.normalized.is_nan() {
+                    CONTRIBUTION.make(py, fields)? // `normalized` left unset: None
+                } else {
+                    let normalized = PyFloat::new(py, c.normalized).into_any();
+                    CONTRIBUTION.make(py, fields.into_iter().chain([normalized]))?
+                };
+                // SAFETY: `items` is a tuple of `contributions.len()` slots; `i` is in range.
+                unsafe {
+                    ffi::PyTuple_SetItem(items.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+                }
             }
-            hits.push(HIT.make(
-                py,
-                [
-                    key.to_owned(),
-                    score,
-                    PyTuple::new(py, items)?.into_any(),
-                    float_or_none(self.trace.factors[j]),
-                    float_or_none(self.trace.divisors[j]),
-                    float_or_none(self.trace.boosts[j]),
-                ],
-            )?);
+            let applied = [
+                self.trace.factors[j],
+                self.trace.divisors[j],
+                self.trace.boosts[j],
+            ];
+            let hit = if applied.iter().all(|x| x.is_nan()) {
+                HIT.make(py, [key.to_owned(), score, items]) // factor .. boost unset: None
+            } else {
+                HIT.make(
+                    py,
+                    [key.to_owned(), score, items]
+                        .into_iter()
+                        .chain(applied.map(float_or_none)),
+                )
+            };
+            hits.push(hit?);
         }
         PyList::new(py, hits)
     }
@@ -377,7 +398,7 @@ fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
 ///     offset, limit: the page of the ordered hits (after min_score).
 ///     min_score: drop hits whose returned score is below it.
 ///     normalize: divide scores by the best possible score (sum of w/(k+1) over positive weights).
-///     scores: per list, its raw scores (finite reals, or None for the list), aligned with the
+///     scores: per list, its raw scores (reals, not NaN; or None for the list), aligned with the
 ///         list; carried into traces only.
 ///     trace: give every hit its contributions.
 ///
@@ -458,8 +479,8 @@ pub fn rrf<'py>(
 ///     k: rrf's constant (default 60). weights: one finite real per list, for weighted methods
 ///         (rrf, rbc, bordafuse, condorcet, wsum, wmnz, mixed, relative_score and the means).
 ///     window, duplicates, tie_break, offset, limit, min_score: as rrf's. normalize: rrf only.
-///     scores: per list, its raw scores (finite reals), aligned with the list: needed by
-///         score-based methods whose norm reads scores, carried into traces otherwise.
+///     scores: per list, its raw scores (reals, not NaN), aligned with the list: needed (and
+///         finite) where a score-based method's norm reads them, carried into traces otherwise.
 ///     lower_is_better: per list, True when its scores are distances (negated before the norm).
 ///     phi: rbc's persistence (0 <= phi < 1, needed). gamma: gmnz's exponent (needed).
 ///     sigma: logn_isr's (0 <= sigma <= 1, default 0.01).

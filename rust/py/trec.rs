@@ -12,11 +12,10 @@ use pyo3::{ffi, Borrowed};
 
 use rayon::prelude::*;
 
-use super::args::integer;
+use super::args::{fusion_params, method_params, Arg};
 use super::errors::{core_error, text};
 use super::results::HIT;
 use crate::error::Error;
-use crate::fusion::{Duplicates, Params};
 use crate::pool;
 use crate::trec::fuse::{fused_run, RunFile as CoreRunFile};
 use crate::trec::{self, write, Number, Order, ReadDuplicates, RunQuery};
@@ -339,36 +338,62 @@ fn parse_run_files<'py>(
 
 /// The fused run of `files` (`_RunFile`s, in the order of the runs) as the bytes of its TREC
 /// lines: what `write_run(fuse(runs, ...), tag=tag)` writes for the same files read by
-/// `read_run`, with tie_break "best_rank", no offset, min_score or normalisation (a huge window
-/// or limit means no bound). Fused on the thread pool with the GIL released. Raises ValueError as
-/// `fuse` does (the message prefixed with the query) for the first query that fails.
+/// `read_run`, with tie_break "best_rank", no offset, min_score, normalisation or boost (a huge
+/// window or limit means no bound). The fusion arguments are `rankfusion.fuse`'s, checked as it
+/// checks them; a score-based method reads the runs' scores. Fused on the thread pool with the
+/// GIL released. Raises ValueError as `fuse` does (the message prefixed with the query) for the
+/// first query that fails.
 #[pyfunction]
 #[pyo3(
     name = "_fuse_run_files",
-    signature = (files, *, k, weights, window, duplicates, limit, tag)
+    signature = (files, *, method=Arg::Missing, norm=None, k=Arg::Missing, weights=None,
+                 window=None, duplicates=Arg::Missing, limit=None, lower_is_better=None,
+                 phi=None, gamma=None, sigma=None, tag),
+    text_signature = "(files, *, method='rrf', norm=None, k=60, weights=None, window=None, duplicates='first', limit=None, lower_is_better=None, phi=None, gamma=None, sigma=None, tag)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn fuse_run_files<'py>(
     py: Python<'py>,
     files: Vec<Bound<'py, RunFile>>,
-    k: f64,
-    weights: Option<Vec<f64>>,
+    method: Arg<'py>,
+    norm: Option<Bound<'py, PyAny>>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
     window: Option<Bound<'py, PyAny>>,
-    duplicates: Duplicates,
+    duplicates: Arg<'py>,
     limit: Option<Bound<'py, PyAny>>,
+    lower_is_better: Option<Bound<'py, PyAny>>,
+    phi: Option<Bound<'py, PyAny>>,
+    gamma: Option<Bound<'py, PyAny>>,
+    sigma: Option<Bound<'py, PyAny>>,
     tag: &[u8],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let params = Params {
+    let n = files.len();
+    let mut params = fusion_params(
+        method,
+        norm,
         k,
         weights,
-        window: window.map(|w| integer(&w, "window", 1)).transpose()?,
+        Some(n),
+        window,
         duplicates,
-        limit: limit.map(|l| integer(&l, "limit", 0)).transpose()?,
-        ..Params::default()
-    };
-    let plan = params
-        .plan(files.len())
-        .map_err(|e| core_error(py, e, None))?;
+        Arg::Missing,
+        Arg::Missing,
+        limit,
+        None,
+        Arg::Missing,
+    )?;
+    method_params(
+        &mut params,
+        Some(n),
+        lower_is_better,
+        phi,
+        gamma,
+        sigma,
+        None,
+        None,
+    )?;
+    let plan = params.plan(n).map_err(|e| core_error(py, e, None))?;
     let core: Vec<CoreRunFile<'_>> = files
         .iter()
         .map(|f| {

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::write::push_line;
 use super::RunQuery;
 use crate::error::{At, Error, Key};
-use crate::fusion::{Interned, Interner, Plan, Workspace};
+use crate::fusion::{params, Interned, Interner, Plan, Workspace};
 
 /// One parsed run file: its bytes and its queries (byte ranges of `data`), as
 /// [`super::parse_run`] returns them.
@@ -119,12 +119,31 @@ fn fuse_query(
     let slices: Vec<&[&[u8]]> = lists.iter().map(Vec::as_slice).collect();
     let lens: Vec<usize> = slices.iter().map(|l| l.len()).collect();
     let qid = table.qid(files, i);
+    // A score-based method reads the runs' scores: each must be finite, every line of every run
+    // checked in order (as `fuse(..., scores=...)` checks them).
+    let scores: Vec<Option<&[f64]>> = if plan.reads_scores() {
+        let scores: Vec<Option<&[f64]>> = table
+            .row(i)
+            .iter()
+            .zip(files)
+            .map(|(q, file)| Some(q.map_or(&[][..], |q| &file.queries[q].scores[..])))
+            .collect();
+        for (l, s) in scores.iter().enumerate() {
+            for (j, &x) in s.unwrap_or_default().iter().enumerate() {
+                params::raw_score(&format!("scores[{l}][{j}]"), x, true)
+                    .map_err(|e| e.at(At::Qid(qid.to_vec())))?;
+            }
+        }
+        scores
+    } else {
+        Vec::new()
+    };
     let mut interner = Interner::new(&slices);
     ws.fuse(
         &mut Interned::new(&lens, |l, p, next| {
             Ok::<_, Error>(interner.intern(l, p, next))
         }),
-        &[],
+        &scores,
         plan,
     )
     .map_err(|e| {
