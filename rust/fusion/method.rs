@@ -259,11 +259,7 @@ fn contribution(q: &Query<'_>, list: usize, position: u32) -> Result<Contributio
     let plan = q.plan;
     let (method, norm) = (plan.params.method, plan.norm);
     let w = plan.weights[list];
-    let rank = if position == UNRANKED {
-        0
-    } else {
-        position as u64 + 1
-    };
+    let rank = rank(position);
     let mut v = f64::NAN;
     let c = match method {
         Method::Bordafuse => {
@@ -296,11 +292,25 @@ fn contribution(q: &Query<'_>, list: usize, position: u32) -> Result<Contributio
     })
 }
 
-/// What a score-based method adds for a normalised value `v` of a list of weight `w`.
+/// The 1-based rank of `position` (0: [`UNRANKED`]).
+#[inline(always)]
+fn rank(position: u32) -> u64 {
+    if position == UNRANKED {
+        0
+    } else {
+        u64::from(position) + 1
+    }
+}
+
+/// What a method adds for a normalised value (BordaFuse: points) `v` of a list of weight `w`.
 #[inline(always)]
 fn term(method: Method, w: f64, v: f64) -> f64 {
     match method {
-        Method::Wsum | Method::Mixed | Method::RelativeScore | Method::ArithmeticMean => w * v,
+        Method::Wsum
+        | Method::Mixed
+        | Method::RelativeScore
+        | Method::ArithmeticMean
+        | Method::Bordafuse => w * v,
         Method::GeometricMean if v > 0.0 => w * v.ln(),
         Method::HarmonicMean if v > 0.0 => w / v,
         Method::GeometricMean | Method::HarmonicMean => 0.0,
@@ -451,7 +461,7 @@ fn combine(
         }
         m @ (Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean) => {
             let parts = || mine.iter().map(|c| (weight(c), c.normalized, c.value));
-            let (score, divisor) = mean(m, parts, total, sums);
+            let (score, divisor) = mean(m, parts, || total, sums);
             return (score, f64::NAN, divisor);
         }
         _ => total,
@@ -460,13 +470,13 @@ fn combine(
 }
 
 /// OpenSearch's means of a key from `parts()`, its (weight, normalised value, term) per
-/// contribution, and `total`, the canonical sum of its terms: (score, divisor). `sums` is
+/// contribution, and `total()`, the canonical sum of its terms: (score, divisor). `sums` is
 /// scratch.
 #[inline(always)]
 fn mean<I: Iterator<Item = (f64, f64, f64)>>(
     method: Method,
     parts: impl Fn() -> I,
-    total: f64,
+    total: impl FnOnce() -> f64,
     sums: &mut Vec<f64>,
 ) -> (f64, f64) {
     // The canonical sum of `of` over the parts whose normalised value `keep` keeps, and their
@@ -488,7 +498,11 @@ fn mean<I: Iterator<Item = (f64, f64, f64)>>(
         }
         Method::GeometricMean => {
             let (weights, n) = kept(|v| v > 0.0, weight);
-            let score = if n == 0 { 0.0 } else { (total / weights).exp() };
+            let score = if n == 0 {
+                0.0
+            } else {
+                (total() / weights).exp()
+            };
             (score, weights)
         }
         _ => {
@@ -539,63 +553,6 @@ where
         stage: Stage::Fused,
     }
     .into()
-}
-
-/// The score of key `key` of a dense query, as [`Scored::score`] computes it: its
-/// contributions in list order (with the fill-ins of the methods that fill), then [`combine`].
-fn dense_key<C, F>(
-    query: &Query<'_>,
-    q: &Dense<'_, C, F>,
-    slot_of: &[u8],
-    key: usize,
-    values: &mut Vec<f64>,
-    sums: &mut Vec<f64>,
-) -> Result<f64, Error>
-where
-    C: Fn(usize) -> usize,
-    F: Fn(usize) -> (u32, u32),
-{
-    let plan = q.plan;
-    let at = key * q.stride;
-    let mut by_slot = [UNRANKED; DENSE_MAX];
-    for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
-        by_slot[slot_of[list as usize] as usize] = position;
-    }
-    let key_ref = || {
-        let first = (q.first)(key);
-        KeyRef::at(first.0 as usize, first.1 as usize)
-    };
-    let fill = fills(plan);
-    let blank = Contribution {
-        list: 0,
-        position: UNRANKED,
-        value: 0.0,
-        raw: f64::NAN,
-        normalized: f64::NAN,
-    };
-    let mut mine = [blank; DENSE_MAX];
-    let (mut n, mut present) = (0, 0usize);
-    for (&list, &position) in q.read.iter().zip(&by_slot) {
-        if position == UNRANKED && !fill {
-            continue;
-        }
-        mine[n] = contribution(query, list, position).map_err(|value| {
-            Error::from(Problem::NonFiniteNormalized {
-                key: key_ref(),
-                list,
-                value,
-            })
-        })?;
-        n += 1;
-        if position != UNRANKED || plan.norm == Norm::Borda {
-            present += 1;
-        }
-    }
-    let (score, _, _) = combine(plan, &mine[..n], present, values, sums);
-    if !score.is_finite() {
-        return Err(not_finite_score(q, key, score));
-    }
-    Ok(score)
 }
 
 impl Scored {
@@ -759,188 +716,126 @@ impl Scored {
         for (slot, &list) in q.read.iter().enumerate() {
             self.slot_of[list] = slot as u8;
         }
-        let query = Query {
-            plan,
-            norms: &self.norms,
-            n_read: q.n_read,
-            n_c: q.n_keys as f64,
-            scores: q.scores,
-        };
-        let method = plan.params.method;
-        // The methods that scale the sum of their terms, over scores: each key's terms straight
-        // from its slots. Their order does not matter (canonical sums); a key with a value that
-        // is not finite goes through `dense_key`, which reports it as `score` does.
-        let mut lists = [(ListNorm::Identity, 1.0, 0.0, &[][..]); DENSE_MAX];
-        let mut all_scores = plan.reads_scores();
+        let (n_c, n_read) = (q.n_keys as f64, q.n_read);
+        if plan.params.method == Method::Bordafuse {
+            return self.dense_keys(q, out, |_, list, position| {
+                borda_points(n_c, n_read[list], rank(position))
+            });
+        }
+        if !plan.reads_scores() {
+            return self.dense_keys(q, out, |_, list, position| {
+                rank_norm(plan.norm, n_c, n_read[list], rank(position))
+            });
+        }
+        // Per list read (by slot): its normalisation, sign and raw scores.
+        let mut lists = [(ListNorm::Identity, 1.0, &[][..]); DENSE_MAX];
         for (slot, &list) in q.read.iter().enumerate() {
-            match q.scores.get(list).copied().flatten() {
-                Some(row) => {
-                    lists[slot] = (self.norms[list], sign(plan, list), plan.weights[list], row)
-                }
-                None => all_scores = false,
-            }
+            let row = q.scores.get(list).copied().flatten().unwrap_or_default();
+            lists[slot] = (self.norms[list], sign(plan, list), row);
         }
-        if all_scores && matches!(method, Method::Max | Method::Min | Method::Med) {
-            // A key's normalised values in list order (the first of equal values wins).
-            for key in 0..q.n_keys {
-                let at = key * q.stride;
-                let mut by_slot = [UNRANKED; DENSE_MAX];
-                for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
-                    by_slot[self.slot_of[list as usize] as usize] = position;
-                }
-                let mut values = [0.0f64; DENSE_MAX];
-                let (mut n, mut finite) = (0, true);
-                for (&position, &(norm, s, _, row)) in by_slot.iter().zip(&lists) {
-                    if position != UNRANKED {
-                        let v = norm.apply(s * row[position as usize]);
-                        finite &= v.is_finite();
-                        values[n] = v;
-                        n += 1;
-                    }
-                }
-                if !finite {
-                    let (values, sums) = (&mut self.values, &mut self.sums);
-                    out.push(dense_key(&query, q, &self.slot_of, key, values, sums)?);
-                    continue;
-                }
-                // (A median of two huge values overflows.)
-                let score = order_stat(method, &mut values[..n]);
-                if !score.is_finite() {
-                    return Err(not_finite_score(q, key, score));
-                }
-                out.push(score);
+        self.dense_keys(q, out, |slot, _, position| {
+            if position == UNRANKED {
+                return 0.0;
             }
-            return Ok(());
-        }
-        if method == Method::Bordafuse {
-            // Every list read gives points (order does not matter: a canonical sum).
-            let n_read = q.read.len();
-            for key in 0..q.n_keys {
-                let at = key * q.stride;
-                let mut by_slot = [UNRANKED; DENSE_MAX];
-                for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
-                    by_slot[self.slot_of[list as usize] as usize] = position;
-                }
-                let mut terms = [0.0f64; DENSE_MAX];
-                for ((term, &position), &list) in terms.iter_mut().zip(&by_slot).zip(q.read) {
-                    let rank = if position == UNRANKED {
-                        0
-                    } else {
-                        position as u64 + 1
-                    };
-                    *term = plan.weights[list] * borda_points(query.n_c, q.n_read[list], rank);
-                }
-                let score = canonical_sum(&mut terms[..n_read]);
-                if !score.is_finite() {
-                    return Err(not_finite_score(q, key, score));
-                }
-                out.push(score);
-            }
-            return Ok(());
-        }
-        let means = matches!(
-            method,
-            Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean
-        );
-        let rank_norms = matches!(norm, Norm::Rank | Norm::Borda);
-        if (means && (all_scores || rank_norms)) || (sums_terms(method) && rank_norms) {
-            // In list order, with the fill-ins of the methods that fill: each slot's weight,
-            // normalised value and term.
-            let fill = fills(plan);
-            for key in 0..q.n_keys {
-                let at = key * q.stride;
-                let mut by_slot = [UNRANKED; DENSE_MAX];
-                for &(list, position) in &q.occurrences[at..at + (q.count)(key)] {
-                    by_slot[self.slot_of[list as usize] as usize] = position;
-                }
-                // (`sorted`: the terms again, for the canonical sum to sort; written here rather
-                // than copied from `cs`, whose fresh stores a wide load would stall on.)
-                let (mut ws, mut vs, mut cs, mut sorted) = (
-                    [0.0f64; DENSE_MAX],
-                    [0.0; DENSE_MAX],
-                    [0.0; DENSE_MAX],
-                    [0.0; DENSE_MAX],
-                );
-                let (mut n, mut present, mut finite) = (0, 0usize, true);
-                for ((&list, &position), &(normalise, s, _, row)) in
-                    q.read.iter().zip(&by_slot).zip(&lists)
-                {
-                    if position == UNRANKED && !fill {
-                        continue;
-                    }
-                    let rank = if position == UNRANKED {
-                        0
-                    } else {
-                        position as u64 + 1
-                    };
-                    let v = match norm {
-                        Norm::Rank | Norm::Borda => {
-                            rank_norm(norm, query.n_c, q.n_read[list], rank)
-                        }
-                        _ if rank == 0 => 0.0,
-                        _ => normalise.apply(s * row[position as usize]),
-                    };
-                    finite &= v.is_finite();
-                    let w = plan.weights[list];
-                    let c = term(method, w, v);
-                    (ws[n], vs[n], cs[n], sorted[n]) = (w, v, c, c);
-                    n += 1;
-                    if position != UNRANKED || norm == Norm::Borda {
-                        present += 1;
-                    }
-                }
-                if !finite {
-                    let (values, sums) = (&mut self.values, &mut self.sums);
-                    out.push(dense_key(&query, q, &self.slot_of, key, values, sums)?);
-                    continue;
-                }
-                let total = canonical_sum(&mut sorted[..n]);
-                let score = if means {
-                    let parts = || (0..n).map(|i| (ws[i], vs[i], cs[i]));
-                    mean(method, parts, total, &mut self.sums).0
-                } else {
-                    scale_sum(plan, total, present, || canonical_sum(&mut ws[..n])).0
-                };
-                if !score.is_finite() {
-                    return Err(not_finite_score(q, key, score));
-                }
-                out.push(score);
-            }
-            return Ok(());
-        }
-        if !(all_scores && sums_terms(method)) {
-            for key in 0..q.n_keys {
-                let (values, sums) = (&mut self.values, &mut self.sums);
-                out.push(dense_key(&query, q, &self.slot_of, key, values, sums)?);
-            }
-            return Ok(());
-        }
+            let (norm, s, row) = lists[slot];
+            let raw = row.get(position as usize).copied().unwrap_or(f64::NAN);
+            norm.apply(s * raw)
+        })
+    }
+
+    /// Every key's score in the dense layout, as [`Scored::score`] and [`combine`] compute it,
+    /// a key's contributions in arrays of [`DENSE_MAX`] (no per-key buffer).
+    /// `value(slot, list, position)` is the normalised value (BordaFuse: the points) of the key
+    /// at `position` in list `list`, the `slot`-th list read ([`UNRANKED`]: the fill-in of a
+    /// list not holding it).
+    #[inline(always)]
+    fn dense_keys<C, F>(
+        &mut self,
+        q: &Dense<'_, C, F>,
+        out: &mut Vec<f64>,
+        value: impl Fn(usize, usize, u32) -> f64,
+    ) -> Result<(), Error>
+    where
+        C: Fn(usize) -> usize,
+        F: Fn(usize) -> (u32, u32),
+    {
+        let plan = q.plan;
+        let method = plan.params.method;
+        let fill = fills(plan);
+        let borda = plan.norm == Norm::Borda;
+        // A sum of terms with no fill-in needs no list order (canonical sums): the terms straight
+        // from the key's occurrences, in scan order. A value that is not finite is reported by
+        // the loop in list order below, as `score` reports it.
+        let direct = sums_terms(method) && !fill;
+        let scores = plan.reads_scores();
         for key in 0..q.n_keys {
             let at = key * q.stride;
             let occurrences = &q.occurrences[at..at + (q.count)(key)];
-            let (mut terms, mut weights) = ([0.0f64; DENSE_MAX], [0.0f64; DENSE_MAX]);
-            let mut finite = true;
-            for (i, &(list, position)) in occurrences.iter().enumerate() {
-                let (norm, s, w, row) = lists[self.slot_of[list as usize] as usize];
-                let v = norm.apply(s * row[position as usize]);
-                finite &= v.is_finite();
-                terms[i] = term(method, w, v);
-                weights[i] = w;
+            if direct {
+                let (mut ws, mut cs) = ([0.0f64; DENSE_MAX], [0.0f64; DENSE_MAX]);
+                let mut finite = true;
+                for (i, &(list, position)) in occurrences.iter().enumerate() {
+                    let (list, slot) = (list as usize, self.slot_of[list as usize] as usize);
+                    let (w, v) = (plan.weights[list], value(slot, list, position));
+                    finite &= v.is_finite();
+                    (ws[i], cs[i]) = (w, term(method, w, v));
+                }
+                if finite {
+                    let n = occurrences.len();
+                    let total = canonical_sum(&mut cs[..n]);
+                    let score = scale_sum(plan, total, n, || canonical_sum(&mut ws[..n])).0;
+                    if !score.is_finite() {
+                        return Err(not_finite_score(q, key, score));
+                    }
+                    out.push(score);
+                    continue;
+                }
             }
-            if !finite {
-                out.push(dense_key(
-                    &query,
-                    q,
-                    &self.slot_of,
-                    key,
-                    &mut self.values,
-                    &mut self.sums,
-                )?);
-                continue;
+            let mut by_slot = [UNRANKED; DENSE_MAX];
+            for &(list, position) in occurrences {
+                by_slot[self.slot_of[list as usize] as usize] = position;
             }
-            let n = occurrences.len();
-            let total = canonical_sum(&mut terms[..n]);
-            let (score, _, _) = scale_sum(plan, total, n, || canonical_sum(&mut weights[..n]));
+            // Per contribution, in list order: weight, normalised value, term.
+            let (mut ws, mut vs, mut cs) =
+                ([0.0f64; DENSE_MAX], [0.0; DENSE_MAX], [0.0; DENSE_MAX]);
+            let (mut n, mut present) = (0, 0usize);
+            for (slot, (&list, &position)) in q.read.iter().zip(&by_slot).enumerate() {
+                if position == UNRANKED && !fill {
+                    continue;
+                }
+                let (w, v) = (plan.weights[list], value(slot, list, position));
+                // (Rank values and BordaFuse's points are finite: only scores are checked.)
+                if scores && !v.is_finite() {
+                    let first = (q.first)(key);
+                    return Err(Problem::NonFiniteNormalized {
+                        key: KeyRef::at(first.0 as usize, first.1 as usize),
+                        list,
+                        value: v,
+                    }
+                    .into());
+                }
+                (ws[n], vs[n], cs[n]) = (w, v, term(method, w, v));
+                n += 1;
+                present += usize::from(position != UNRANKED || borda);
+            }
+            let score = match method {
+                m @ (Method::Max | Method::Min | Method::Med) => order_stat(m, &mut vs[..n]),
+                m @ (Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean) => {
+                    // (`total` sorts a copy: `parts` reads the terms beside their weights.)
+                    let mut terms = cs;
+                    let total = || canonical_sum(&mut terms[..n]);
+                    let parts = || (0..n).map(|i| (ws[i], vs[i], cs[i]));
+                    mean(m, parts, total, &mut self.sums).0
+                }
+                m => {
+                    let total = canonical_sum(&mut cs[..n]);
+                    if sums_terms(m) {
+                        scale_sum(plan, total, present, || canonical_sum(&mut ws[..n])).0
+                    } else {
+                        total // BordaFuse
+                    }
+                }
+            };
             if !score.is_finite() {
                 return Err(not_finite_score(q, key, score));
             }
