@@ -537,6 +537,10 @@ pub struct Dense<'a, C: Fn(usize) -> usize, F: Fn(usize) -> (u32, u32)> {
     pub scores: Scores<'a>,
 }
 
+/// Condorcet weighs the sets of lists from a table of their weights' sums up to this many lists
+/// read.
+const CONDORCET_TABLE_LISTS: usize = 8;
+
 /// The largest number of lists a [`Dense`] query reads.
 const DENSE_MAX: usize = super::engine::DENSE_MAX_LISTS;
 
@@ -862,30 +866,57 @@ impl Scored {
             }
         }
         let weights: Vec<f64> = q.read.iter().map(|&i| q.plan.weights[i]).collect();
+        // x beats y when the lists ranking x ahead of y weigh more than those ranking y ahead
+        // of x (canonical sums of their weights): both answers from one comparison. With few
+        // lists, the sums of every set of lists (by bits) in a table.
+        let table: Vec<f64> = if l <= CONDORCET_TABLE_LISTS {
+            (0..1usize << l)
+                .map(|set| {
+                    let mut ws: Vec<f64> = (0..l)
+                        .filter(|s| set >> s & 1 == 1)
+                        .map(|s| weights[s])
+                        .collect();
+                    canonical_sum(&mut ws)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let (mut ahead, mut behind) = (Vec::with_capacity(l), Vec::with_capacity(l));
-        for x in 0..n_keys {
-            let rx = &self.ranks[x * l..(x + 1) * l];
-            let mut wins = 0u32;
-            for y in 0..n_keys {
-                if y == x {
-                    continue;
-                }
-                let ry = &self.ranks[y * l..(y + 1) * l];
-                ahead.clear();
-                behind.clear();
+        let mut weigh = |rx: &[u32], ry: &[u32]| -> (f64, f64) {
+            if !table.is_empty() {
+                let (mut a, mut b) = (0usize, 0usize);
                 for s in 0..l {
-                    // UNRANKED is the largest position: a present key is ahead of a missing one.
-                    if rx[s] < ry[s] {
-                        ahead.push(weights[s]);
-                    } else if ry[s] < rx[s] {
-                        behind.push(weights[s]);
-                    }
+                    a |= usize::from(rx[s] < ry[s]) << s;
+                    b |= usize::from(ry[s] < rx[s]) << s;
                 }
-                if canonical_sum(&mut ahead) > canonical_sum(&mut behind) {
-                    wins += 1;
+                return (table[a], table[b]);
+            }
+            ahead.clear();
+            behind.clear();
+            for s in 0..l {
+                // UNRANKED is the largest position: a present key is ahead of a missing one.
+                if rx[s] < ry[s] {
+                    ahead.push(weights[s]);
+                } else if ry[s] < rx[s] {
+                    behind.push(weights[s]);
                 }
             }
-            self.scores[x] = 1.0 + f64::from(wins);
+            (canonical_sum(&mut ahead), canonical_sum(&mut behind))
+        };
+        let wins = &mut self.scores;
+        wins.clear();
+        wins.resize(n_keys, 1.0);
+        for x in 0..n_keys {
+            let rx = &self.ranks[x * l..(x + 1) * l];
+            for y in x + 1..n_keys {
+                let (a, b) = weigh(rx, &self.ranks[y * l..(y + 1) * l]);
+                if a > b {
+                    wins[x] += 1.0;
+                } else if b > a {
+                    wins[y] += 1.0;
+                }
+            }
         }
     }
 }
