@@ -9,10 +9,11 @@
 //! then), [`Fused::write`] fills caller-provided arrays.
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Mutex;
 
 use hashbrown::HashMap;
-use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
 use crate::fusion::{params, trace, Hasher, IdTable, Plan, Rows, Trace, Workspace};
 use crate::memory;
@@ -88,6 +89,10 @@ const PARALLEL_MIN_ENTRIES: usize = 1 << 11;
 /// above [`PARALLEL_MIN_ENTRIES`] still splits into several chunks per thread, for balance).
 const CHUNK_MIN_ENTRIES: usize = 1 << 9;
 
+/// A chunk holds at most about this many entries (a few milliseconds of work, whatever the
+/// number of threads): the calling thread polls the call's [`Cancel`] between chunks.
+const CHUNK_MAX_ENTRIES: usize = 1 << 18;
+
 /// Outputs of fewer cells than this are written on the calling thread (waking the pool again
 /// would cost more than the copy).
 const PARALLEL_WRITE_MIN_CELLS: usize = 1 << 16;
@@ -107,7 +112,9 @@ pub fn threads_for(entries: usize, n_threads: usize) -> usize {
 /// keys a row can hold (the sum of `min(cols, window)` over the lists of non-zero weight).
 ///
 /// Errors: lists with different numbers of rows (an argument error), or the first row (in row
-/// order) that cannot be fused, located `At::Row` with the key it is about.
+/// order) that cannot be fused, located `At::Row` with the key it is about; `Problem::Interrupted`
+/// once `cancel` stops (polled between chunks of rows by the calling thread, read between rows
+/// by the others).
 pub fn fuse_batch(
     lists: &[IdMatrix<'_>],
     extra: Extra<'_>,
@@ -115,6 +122,7 @@ pub fn fuse_batch(
     pad: i64,
     trace: bool,
     n_threads: usize,
+    cancel: &Cancel<'_>,
 ) -> Result<Fused, Error> {
     let rows = lists.first().map_or(0, |l| l.rows());
     if let Some((i, l)) = lists.iter().enumerate().find(|(_, l)| l.rows() != rows) {
@@ -135,16 +143,17 @@ pub fn fuse_batch(
     let plan = plan.clone().with_contributions(&cols);
     let entries = rows.saturating_mul(cols.iter().sum::<usize>());
     let n_threads = threads_for(entries, n_threads);
+    let row_entries = (entries / rows.max(1)).max(1);
     let chunk_rows = if n_threads > 1 {
         // About 8 chunks per thread (the threads finish within a chunk of each other), but
         // none below ~500 entries (each chunk has its own buffers).
-        let per_row = (entries / rows.max(1)).max(1);
         rows.div_ceil(n_threads * 8)
-            .max(CHUNK_MIN_ENTRIES.div_ceil(per_row))
-            .max(1)
+            .max(CHUNK_MIN_ENTRIES.div_ceil(row_entries))
     } else {
-        rows.max(1)
-    };
+        rows
+    }
+    .min(CHUNK_MAX_ENTRIES / row_entries)
+    .max(1);
     let per_row = plan.params.limit.map_or(cap, |l| l.min(cap));
     let n_chunks = rows.div_ceil(chunk_rows);
     let first_error = AtomicUsize::new(usize::MAX);
@@ -161,9 +170,16 @@ pub fn fuse_batch(
             per_row,
             start..end,
             &first_error,
+            cancel,
         )
     };
-    let results = pool::map_indices(n_threads, n_chunks, || RowState::new(trace), fuse_chunk);
+    let results = pool::map_indices(
+        n_threads,
+        n_chunks,
+        cancel,
+        || RowState::new(trace),
+        fuse_chunk,
+    )?;
     let mut out = Fused {
         rows,
         lists: lists.len(),
@@ -230,6 +246,7 @@ fn fuse_chunk(
     per_row: usize,
     rows: std::ops::Range<usize>,
     first_error: &AtomicUsize,
+    cancel: &Cancel<'_>,
 ) -> Result<Chunk, (usize, Error)> {
     // Room for the most hits the rows can have, so the buffers never move (untouched capacity
     // costs no memory).
@@ -247,8 +264,8 @@ fn fuse_chunk(
     let mut row_lists: Vec<&[i64]> = Vec::with_capacity(lists.len());
     let mut row_scores: Vec<Option<&[f64]>> = Vec::with_capacity(extra.scores.len());
     for q in rows {
-        if q > first_error.load(AtomicOrdering::Relaxed) {
-            break; // an earlier row failed: this chunk's result will not be used
+        if q > first_error.load(AtomicOrdering::Relaxed) || cancel.stopped() {
+            break; // an earlier row failed, or the call stops: this chunk will not be used
         }
         row_lists.clear();
         row_lists.extend(lists.iter().map(|l| l.row(q)));
@@ -352,10 +369,11 @@ impl Fused {
         self.trace
     }
 
-    /// Phase two: fills `out` (every id and score cell, pads and NaN past a row's count).
-    /// Panics if the arrays do not have the sizes of [`Fused::rows`], [`Fused::width`] and
-    /// [`Fused::lists`].
-    pub fn write(&self, out: Output<'_>) {
+    /// Phase two: fills `out` (every id and score cell, pads and NaN past a row's count), chunk
+    /// by chunk, `cancel` polled between chunks (`Err(Problem::Interrupted)` once it stops: the
+    /// arrays are then partly written). Panics if the arrays do not have the sizes of
+    /// [`Fused::rows`], [`Fused::width`] and [`Fused::lists`].
+    pub fn write(&self, out: Output<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
         let (w, l) = (self.width, self.lists);
         assert_eq!(out.ids.len(), self.rows * w);
         assert_eq!(out.scores.len(), self.rows * w);
@@ -375,19 +393,67 @@ impl Fused {
             }
         }
         if w == 0 {
-            return;
+            return Ok(());
         }
-        let write_chunk = |(c, (ids, scores)): (&Chunk, (&mut [i64], &mut [f64]))| {
-            let mut at = 0;
-            for ((ids, scores), &n) in ids.chunks_mut(w).zip(scores.chunks_mut(w)).zip(&c.counts) {
-                ids[..n].copy_from_slice(&c.ids[at..at + n]);
-                ids[n..].fill(self.pad);
-                scores[..n].copy_from_slice(&c.scores[at..at + n]);
-                scores[n..].fill(f64::NAN);
-                at += n;
-            }
+        let trace = match (ranks, contributions) {
+            (Some(r), Some(c)) if self.trace && wl > 0 => Some((r, c)),
+            _ => None,
         };
-        let trace_chunk = |(c, (ranks, contributions)): (&Chunk, (&mut [i32], &mut [f64]))| {
+        let normalized = normalized.filter(|_| self.trace && wl > 0);
+        // Each chunk's rows of every output array, taken by the thread that writes the chunk.
+        let mut ranks = trace.map(|(r, c)| r.chunks_mut(cr * wl).zip(c.chunks_mut(cr * wl)));
+        let mut normalized = normalized.map(|v| v.chunks_mut(cr * wl));
+        let parts: Vec<Mutex<Option<Part<'_>>>> = out
+            .ids
+            .chunks_mut(cr * w)
+            .zip(out.scores.chunks_mut(cr * w))
+            .map(|(ids, scores)| {
+                Mutex::new(Some(Part {
+                    ids,
+                    scores,
+                    trace: ranks.as_mut().and_then(Iterator::next),
+                    normalized: normalized.as_mut().and_then(Iterator::next),
+                }))
+            })
+            .collect();
+        let n_threads = if self.rows * w < PARALLEL_WRITE_MIN_CELLS {
+            1
+        } else {
+            self.n_threads
+        };
+        pool::map_indices(
+            n_threads,
+            parts.len(),
+            cancel,
+            || (),
+            |_, c| {
+                // A poisoned lock only means a panic in another chunk, which the pool re-raises.
+                let part = parts[c].lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let (Some(part), Some(chunk)) = (part, self.chunks.get(c)) {
+                    self.write_chunk(chunk, part);
+                }
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Writes one chunk's rows into its part of the output arrays.
+    fn write_chunk(&self, c: &Chunk, part: Part<'_>) {
+        let (w, l) = (self.width, self.lists);
+        let mut at = 0;
+        for ((ids, scores), &n) in part
+            .ids
+            .chunks_mut(w)
+            .zip(part.scores.chunks_mut(w))
+            .zip(&c.counts)
+        {
+            ids[..n].copy_from_slice(&c.ids[at..at + n]);
+            ids[n..].fill(self.pad);
+            scores[..n].copy_from_slice(&c.scores[at..at + n]);
+            scores[n..].fill(f64::NAN);
+            at += n;
+        }
+        if let Some((ranks, contributions)) = part.trace {
             let mut hit = 0;
             for (r, &n) in c.counts.iter().enumerate() {
                 for j in 0..n {
@@ -400,8 +466,8 @@ impl Fused {
                     hit += 1;
                 }
             }
-        };
-        let normalized_chunk = |(c, normalized): (&Chunk, &mut [f64])| {
+        }
+        if let Some(normalized) = part.normalized {
             let mut hit = 0;
             for (r, &n) in c.counts.iter().enumerate() {
                 for j in 0..n {
@@ -414,59 +480,16 @@ impl Fused {
                     hit += 1;
                 }
             }
-        };
-        let trace = match (ranks, contributions) {
-            (Some(r), Some(c)) if self.trace && wl > 0 => Some((r, c)),
-            _ => None,
-        };
-        let normalized = normalized.filter(|_| self.trace && wl > 0);
-        let (ids, scores) = (out.ids, out.scores);
-        let n_threads = if self.rows * w < PARALLEL_WRITE_MIN_CELLS {
-            1
-        } else {
-            self.n_threads
-        };
-        pool::run(n_threads, |parallel| {
-            if parallel {
-                self.chunks
-                    .par_iter()
-                    .zip(
-                        ids.par_chunks_mut(cr * w)
-                            .zip(scores.par_chunks_mut(cr * w)),
-                    )
-                    .for_each(write_chunk);
-                if let Some((r, c)) = trace {
-                    self.chunks
-                        .par_iter()
-                        .zip(r.par_chunks_mut(cr * wl).zip(c.par_chunks_mut(cr * wl)))
-                        .for_each(trace_chunk);
-                }
-                if let Some(v) = normalized {
-                    self.chunks
-                        .par_iter()
-                        .zip(v.par_chunks_mut(cr * wl))
-                        .for_each(normalized_chunk);
-                }
-            } else {
-                self.chunks
-                    .iter()
-                    .zip(ids.chunks_mut(cr * w).zip(scores.chunks_mut(cr * w)))
-                    .for_each(write_chunk);
-                if let Some((r, c)) = trace {
-                    self.chunks
-                        .iter()
-                        .zip(r.chunks_mut(cr * wl).zip(c.chunks_mut(cr * wl)))
-                        .for_each(trace_chunk);
-                }
-                if let Some(v) = normalized {
-                    self.chunks
-                        .iter()
-                        .zip(v.chunks_mut(cr * wl))
-                        .for_each(normalized_chunk);
-                }
-            }
-        });
+        }
     }
+}
+
+/// One chunk's rows of the output arrays of [`Fused::write`].
+struct Part<'a> {
+    ids: &'a mut [i64],
+    scores: &'a mut [f64],
+    trace: Option<(&'a mut [i32], &'a mut [f64])>,
+    normalized: Option<&'a mut [f64]>,
 }
 
 /// The output of [`fuse_batch_into_vecs`]: row-major arrays as described on [`Output`].
@@ -491,7 +514,8 @@ pub fn fuse_batch_into_vecs(
     trace: bool,
     n_threads: usize,
 ) -> Result<BatchOutput, Error> {
-    let fused = fuse_batch(lists, extra, plan, pad, trace, n_threads)?;
+    let cancel = Cancel::none();
+    let fused = fuse_batch(lists, extra, plan, pad, trace, n_threads, &cancel)?;
     let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
     let mut out = BatchOutput {
         rows: q,
@@ -503,14 +527,17 @@ pub fn fuse_batch_into_vecs(
         contributions: trace.then(|| vec![0.0; q * w * l]),
         normalized: trace.then(|| vec![0.0; q * w * l]),
     };
-    fused.write(Output {
-        ids: &mut out.ids,
-        scores: &mut out.scores,
-        counts: &mut out.counts,
-        ranks: out.ranks.as_deref_mut(),
-        contributions: out.contributions.as_deref_mut(),
-        normalized: out.normalized.as_deref_mut(),
-    });
+    fused.write(
+        Output {
+            ids: &mut out.ids,
+            scores: &mut out.scores,
+            counts: &mut out.counts,
+            ranks: out.ranks.as_deref_mut(),
+            contributions: out.contributions.as_deref_mut(),
+            normalized: out.normalized.as_deref_mut(),
+        },
+        &cancel,
+    )?;
     Ok(out)
 }
 

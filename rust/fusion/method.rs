@@ -5,8 +5,10 @@
 //! methods").
 
 use super::canonical_sum;
+use super::engine::POLL_KEYS;
 use super::params::{Method, Norm, Plan};
 use super::trace::Contribution;
+use crate::cancel::{self, Cancel};
 use crate::error::{Error, KeyRef, Problem, Stage};
 
 /// The raw scores of the lists of one query: per list, None or its scores by position. An empty
@@ -89,7 +91,13 @@ impl ListNorm {
 
 /// The normalisation `norm` of one list whose counted raw scores (in list order, negated when
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
-fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<ListNorm, Error> {
+/// `cancel` is polled before the sums of a list (`Problem::Interrupted`).
+fn list_norm(
+    norm: Norm,
+    values: &mut [f64],
+    scratch: &mut Vec<f64>,
+    cancel: &Cancel<'_>,
+) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
     // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
     // `f64::max` may return either of two equal zeros.)
@@ -122,6 +130,7 @@ fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<L
         Norm::Max if high == 0.0 => ListNorm::Constant(0.0),
         Norm::Max => ListNorm::Scale { div: high },
         Norm::Sum => {
+            cancel.check()?;
             // Welford's order is the list's; the sums are canonical (any order gives the bits).
             scratch.clear();
             scratch.extend(values.iter().map(|&v| v - low));
@@ -137,6 +146,7 @@ fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<L
         }
         Norm::ZScore if high == low => ListNorm::Constant(0.0),
         Norm::ZScore => {
+            cancel.check()?;
             // (The mean sorts `values`: the deviations are the same values in another order.)
             let mean = canonical_sum_runs(values) / n;
             for v in values.iter_mut() {
@@ -150,6 +160,7 @@ fn list_norm(norm: Norm, values: &mut [f64], scratch: &mut Vec<f64>) -> Result<L
             }
         }
         Norm::L2 => {
+            cancel.check()?;
             let length = root_sum_squares(values, 1.0, scratch);
             if length == 0.0 {
                 ListNorm::Constant(0.0)
@@ -561,7 +572,7 @@ where
 
 impl Scored {
     /// Scores every key of `q` by its method (anything but RRF, RBC and the ISR family).
-    pub fn score(&mut self, q: &Scanned<'_>) -> Result<(), Error> {
+    pub fn score(&mut self, q: &Scanned<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
         let plan = q.plan;
         let norm = plan.norm;
         let n_keys = q.offsets.len().saturating_sub(1);
@@ -590,12 +601,12 @@ impl Scored {
                 if positions.is_empty() {
                     continue;
                 }
-                positions.sort_unstable();
+                cancel::sort_unstable_by_key(positions, &|&p| p, cancel)?;
                 self.values.clear();
                 let s = sign(plan, list);
                 self.values
                     .extend(positions.iter().map(|&p| s * raw(q.scores, list, p)));
-                self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums)?;
+                self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums, cancel)?;
             }
         }
 
@@ -608,6 +619,9 @@ impl Scored {
         };
         let fill = fills(plan);
         for key in 0..n_keys {
+            if key % POLL_KEYS == 0 {
+                cancel.check()?;
+            }
             let first = q.firsts[key];
             let key_ref = || KeyRef::at(first.0 as usize, first.1 as usize);
             let not_finite = |list: usize| {
@@ -673,6 +687,7 @@ impl Scored {
         &mut self,
         q: &Dense<'_, C, F>,
         out: &mut Vec<f64>,
+        cancel: &Cancel<'_>,
     ) -> Result<(), Error>
     where
         C: Fn(usize) -> usize,
@@ -711,7 +726,7 @@ impl Scored {
                     }
                 }
                 if !self.values.is_empty() {
-                    self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums)?;
+                    self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums, cancel)?;
                 }
             }
         }
@@ -722,12 +737,12 @@ impl Scored {
         }
         let (n_c, n_read) = (q.n_keys as f64, q.n_read);
         if plan.params.method == Method::Bordafuse {
-            return self.dense_keys(q, out, |_, list, position| {
+            return self.dense_keys(q, out, cancel, |_, list, position| {
                 borda_points(n_c, n_read[list], rank(position))
             });
         }
         if !plan.reads_scores() {
-            return self.dense_keys(q, out, |_, list, position| {
+            return self.dense_keys(q, out, cancel, |_, list, position| {
                 rank_norm(plan.norm, n_c, n_read[list], rank(position))
             });
         }
@@ -737,7 +752,7 @@ impl Scored {
             let row = q.scores.get(list).copied().flatten().unwrap_or_default();
             lists[slot] = (self.norms[list], sign(plan, list), row);
         }
-        self.dense_keys(q, out, |slot, _, position| {
+        self.dense_keys(q, out, cancel, |slot, _, position| {
             if position == UNRANKED {
                 return 0.0;
             }
@@ -757,6 +772,7 @@ impl Scored {
         &mut self,
         q: &Dense<'_, C, F>,
         out: &mut Vec<f64>,
+        cancel: &Cancel<'_>,
         value: impl Fn(usize, usize, u32) -> f64,
     ) -> Result<(), Error>
     where
@@ -773,6 +789,9 @@ impl Scored {
         let direct = sums_terms(method) && !fill;
         let scores = plan.reads_scores();
         for key in 0..q.n_keys {
+            if key % POLL_KEYS == 0 {
+                cancel.check()?;
+            }
             let at = key * q.stride;
             let occurrences = &q.occurrences[at..at + (q.count)(key)];
             if direct {

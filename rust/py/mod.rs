@@ -13,6 +13,7 @@ mod keys;
 mod results;
 mod revalidate;
 mod rrf;
+mod signals;
 mod trec;
 
 use pyo3::prelude::*;

@@ -493,9 +493,35 @@ impl Spec {
                 *items.add(i) = py.None().into_ptr();
             }
             (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
+            // A record of atomic values only (hidden fields left NULL hold nothing) cannot be
+            // part of a reference cycle: untracked, as CPython untracks such tuples, the cyclic
+            // collector never traverses it (a page of millions of hits would otherwise make
+            // collections of seconds, in which signals wait). Untracking twice (again in
+            // `dealloc`) is allowed.
+            if (0..n).all(|i| is_atomic(*items.add(i))) {
+                ffi::PyObject_GC_UnTrack(obj.as_ptr().cast());
+            }
             Ok(obj)
         }
     }
+}
+
+/// Whether `item` is NULL or an exact int, bool, float, str or bytes, or None: no object, or one
+/// that holds no reference to another.
+///
+/// # Safety
+/// `item` must be NULL or a valid object.
+unsafe fn is_atomic(item: *mut ffi::PyObject) -> bool {
+    if item.is_null() {
+        return true;
+    }
+    let ty = ffi::Py_TYPE(item);
+    item == ffi::Py_None()
+        || ty == &raw mut ffi::PyLong_Type
+        || ty == &raw mut ffi::PyFloat_Type
+        || ty == &raw mut ffi::PyUnicode_Type
+        || ty == &raw mut ffi::PyBool_Type
+        || ty == &raw mut ffi::PyBytes_Type
 }
 
 /// Where a tuple's items start (`tuple.__basicsize__`: 24 bytes on 64-bit CPython up to 3.13;
