@@ -76,6 +76,8 @@ pub struct Fused {
     lists: usize,
     width: usize,
     chunk_rows: usize,
+    /// The `Cancel` is polled every this many rows (see [`POLL_ENTRIES`]).
+    poll_rows: usize,
     chunks: Vec<Chunk>,
     pad: i64,
     trace: bool,
@@ -89,9 +91,10 @@ const PARALLEL_MIN_ENTRIES: usize = 1 << 11;
 /// above [`PARALLEL_MIN_ENTRIES`] still splits into several chunks per thread, for balance).
 const CHUNK_MIN_ENTRIES: usize = 1 << 9;
 
-/// A chunk holds at most about this many entries (a few milliseconds of work, whatever the
-/// number of threads): the calling thread polls the call's [`Cancel`] between chunks.
-const CHUNK_MAX_ENTRIES: usize = 1 << 18;
+/// Inside a chunk, the call's [`Cancel`] is polled every this many entries or so (a
+/// millisecond of work or less): by the calling thread, which then checks for signals when they
+/// are due, and by the pool's threads, which read its flag.
+const POLL_ENTRIES: usize = 1 << 16;
 
 /// Outputs of fewer cells than this are written on the calling thread (waking the pool again
 /// would cost more than the copy).
@@ -113,8 +116,8 @@ pub fn threads_for(entries: usize, n_threads: usize) -> usize {
 ///
 /// Errors: lists with different numbers of rows (an argument error), or the first row (in row
 /// order) that cannot be fused, located `At::Row` with the key it is about; `Problem::Interrupted`
-/// once `cancel` stops (polled between chunks of rows by the calling thread, read between rows
-/// by the others).
+/// once `cancel` stops (polled every [`POLL_ENTRIES`] entries or so by every thread: the calling
+/// thread then checks for signals when they are due, the others read the flag).
 pub fn fuse_batch(
     lists: &[IdMatrix<'_>],
     extra: Extra<'_>,
@@ -149,11 +152,11 @@ pub fn fuse_batch(
         // none below ~500 entries (each chunk has its own buffers).
         rows.div_ceil(n_threads * 8)
             .max(CHUNK_MIN_ENTRIES.div_ceil(row_entries))
+            .max(1)
     } else {
-        rows
-    }
-    .min(CHUNK_MAX_ENTRIES / row_entries)
-    .max(1);
+        rows.max(1)
+    };
+    let poll_rows = (POLL_ENTRIES / row_entries).max(1);
     let per_row = plan.params.limit.map_or(cap, |l| l.min(cap));
     let n_chunks = rows.div_ceil(chunk_rows);
     let first_error = AtomicUsize::new(usize::MAX);
@@ -170,7 +173,7 @@ pub fn fuse_batch(
             per_row,
             start..end,
             &first_error,
-            cancel,
+            (cancel, poll_rows),
         )
     };
     let results = pool::map_indices(
@@ -185,6 +188,7 @@ pub fn fuse_batch(
         lists: lists.len(),
         width: 0,
         chunk_rows,
+        poll_rows,
         chunks: Vec::with_capacity(n_chunks),
         pad,
         trace,
@@ -246,7 +250,7 @@ fn fuse_chunk(
     per_row: usize,
     rows: std::ops::Range<usize>,
     first_error: &AtomicUsize,
-    cancel: &Cancel<'_>,
+    (cancel, poll_rows): (&Cancel<'_>, usize),
 ) -> Result<Chunk, (usize, Error)> {
     // Room for the most hits the rows can have, so the buffers never move (untouched capacity
     // costs no memory).
@@ -263,8 +267,11 @@ fn fuse_chunk(
     } = state;
     let mut row_lists: Vec<&[i64]> = Vec::with_capacity(lists.len());
     let mut row_scores: Vec<Option<&[f64]>> = Vec::with_capacity(extra.scores.len());
+    let start = rows.start;
     for q in rows {
-        if q > first_error.load(AtomicOrdering::Relaxed) || cancel.stopped() {
+        if q > first_error.load(AtomicOrdering::Relaxed)
+            || (q - start) % poll_rows == 0 && cancel.poll()
+        {
             break; // an earlier row failed, or the call stops: this chunk will not be used
         }
         row_lists.clear();
@@ -370,8 +377,8 @@ impl Fused {
     }
 
     /// Phase two: fills `out` (every id and score cell, pads and NaN past a row's count), chunk
-    /// by chunk, `cancel` polled between chunks (`Err(Problem::Interrupted)` once it stops: the
-    /// arrays are then partly written). Panics if the arrays do not have the sizes of
+    /// by chunk, `cancel` polled as in [`fuse_batch`] (`Err(Problem::Interrupted)` once it stops:
+    /// the arrays are then partly written). Panics if the arrays do not have the sizes of
     /// [`Fused::rows`], [`Fused::width`] and [`Fused::lists`].
     pub fn write(&self, out: Output<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
         let (w, l) = (self.width, self.lists);
@@ -400,29 +407,30 @@ impl Fused {
             _ => None,
         };
         let normalized = normalized.filter(|_| self.trace && wl > 0);
-        // Each chunk's rows of every output array, taken by the thread that writes the chunk.
+        // Each chunk's rows of every output array.
         let mut ranks = trace.map(|(r, c)| r.chunks_mut(cr * wl).zip(c.chunks_mut(cr * wl)));
         let mut normalized = normalized.map(|v| v.chunks_mut(cr * wl));
-        let parts: Vec<Mutex<Option<Part<'_>>>> = out
+        let parts = out
             .ids
             .chunks_mut(cr * w)
             .zip(out.scores.chunks_mut(cr * w))
-            .map(|(ids, scores)| {
-                Mutex::new(Some(Part {
-                    ids,
-                    scores,
-                    trace: ranks.as_mut().and_then(Iterator::next),
-                    normalized: normalized.as_mut().and_then(Iterator::next),
-                }))
-            })
-            .collect();
-        let n_threads = if self.rows * w < PARALLEL_WRITE_MIN_CELLS {
-            1
-        } else {
-            self.n_threads
-        };
+            .map(|(ids, scores)| Part {
+                ids,
+                scores,
+                trace: ranks.as_mut().and_then(Iterator::next),
+                normalized: normalized.as_mut().and_then(Iterator::next),
+            });
+        if self.rows * w < PARALLEL_WRITE_MIN_CELLS || self.n_threads <= 1 {
+            for (chunk, part) in self.chunks.iter().zip(parts) {
+                cancel.check()?;
+                self.write_chunk(chunk, part, cancel);
+            }
+            return cancel.check_stopped();
+        }
+        // On the pool: each part taken by the thread that writes its chunk.
+        let parts: Vec<Mutex<Option<Part<'_>>>> = parts.map(|p| Mutex::new(Some(p))).collect();
         pool::map_indices(
-            n_threads,
+            self.n_threads,
             parts.len(),
             cancel,
             || (),
@@ -430,23 +438,29 @@ impl Fused {
                 // A poisoned lock only means a panic in another chunk, which the pool re-raises.
                 let part = parts[c].lock().unwrap_or_else(|e| e.into_inner()).take();
                 if let (Some(part), Some(chunk)) = (part, self.chunks.get(c)) {
-                    self.write_chunk(chunk, part);
+                    self.write_chunk(chunk, part, cancel);
                 }
             },
         )?;
         Ok(())
     }
 
-    /// Writes one chunk's rows into its part of the output arrays.
-    fn write_chunk(&self, c: &Chunk, part: Part<'_>) {
+    /// Writes one chunk's rows into its part of the output arrays; stops early once `cancel`
+    /// (polled every `poll_rows` rows) stops.
+    fn write_chunk(&self, c: &Chunk, part: Part<'_>, cancel: &Cancel<'_>) {
         let (w, l) = (self.width, self.lists);
+        let stop = |r: usize| r % self.poll_rows == 0 && cancel.poll();
         let mut at = 0;
-        for ((ids, scores), &n) in part
+        for (r, ((ids, scores), &n)) in part
             .ids
             .chunks_mut(w)
             .zip(part.scores.chunks_mut(w))
             .zip(&c.counts)
+            .enumerate()
         {
+            if stop(r) {
+                return;
+            }
             ids[..n].copy_from_slice(&c.ids[at..at + n]);
             ids[n..].fill(self.pad);
             scores[..n].copy_from_slice(&c.scores[at..at + n]);
@@ -456,6 +470,9 @@ impl Fused {
         if let Some((ranks, contributions)) = part.trace {
             let mut hit = 0;
             for (r, &n) in c.counts.iter().enumerate() {
+                if stop(r) {
+                    return;
+                }
                 for j in 0..n {
                     let entries = &c.trace[c.trace_offsets[hit]..c.trace_offsets[hit + 1]];
                     for &(list, rank, value, _) in entries {
@@ -470,6 +487,9 @@ impl Fused {
         if let Some(normalized) = part.normalized {
             let mut hit = 0;
             for (r, &n) in c.counts.iter().enumerate() {
+                if stop(r) {
+                    return;
+                }
                 for j in 0..n {
                     let entries = &c.trace[c.trace_offsets[hit]..c.trace_offsets[hit + 1]];
                     for &(list, _, _, v) in entries {

@@ -154,15 +154,18 @@ const SORT_PIECE: usize = 1 << 18;
 
 /// `v.resize(n, value)` that `cancel` can stop: filled [`PIECE`] elements at a time (a large
 /// buffer takes long to fill, its pages faulted in as it goes), `cancel` polled before each
-/// piece. Once it stops: `Err(Problem::Interrupted)`, `v` somewhere between its old and new
-/// length.
+/// piece; at once, unpolled, when that is at most one piece. Once it stops:
+/// `Err(Problem::Interrupted)`, `v` somewhere between its old and new length.
 pub fn resize<T: Clone>(
     v: &mut Vec<T>,
     n: usize,
     value: T,
     cancel: &Cancel<'_>,
 ) -> Result<(), Error> {
-    v.truncate(n);
+    if n <= v.len() + PIECE {
+        v.resize(n, value);
+        return Ok(());
+    }
     v.reserve(n - v.len());
     while v.len() < n {
         cancel.check()?;

@@ -108,6 +108,11 @@ pub fn map_indices<S, R: Send + 'static>(
             }
             out.push(work(&mut state, i));
         }
+        // (The last `work` may have stopped early, having read the flag.)
+        if let Err(e) = cancel.check_stopped() {
+            free_later(out);
+            return Err(e);
+        }
         return Ok(out);
     };
     let next = AtomicUsize::new(0);

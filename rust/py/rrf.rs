@@ -11,7 +11,7 @@ use super::args::{
 };
 use super::errors::fusion_error;
 use super::keys::{exact_ints, PyInterner};
-use super::results::{CONTRIBUTION, HIT};
+use super::results::{is_atomic, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::Error;
 use crate::fusion::params::{self, Params, Plan, TieBreak};
@@ -349,7 +349,12 @@ impl Engine {
             };
             let score = PyFloat::new(py, self.ws.score(id)).into_any();
             if !trace {
-                hits.push(HIT.make(py, [key.to_owned(), score])?);
+                let key = key.to_owned();
+                hits.push(if is_atomic(&key) {
+                    HIT.make_atomic(py, [key, score])?
+                } else {
+                    HIT.make(py, [key, score])?
+                });
                 continue;
             }
             let contributions = self.trace.hit(j);
@@ -371,10 +376,10 @@ impl Engine {
                     float_or_none(c.raw),
                 ];
                 let item = if c.normalized.is_nan() {
-                    CONTRIBUTION.make(py, fields)? // `normalized` left unset: None
+                    CONTRIBUTION.make_atomic(py, fields)? // `normalized` left unset: None
                 } else {
                     let normalized = PyFloat::new(py, c.normalized).into_any();
-                    CONTRIBUTION.make(py, fields.into_iter().chain([normalized]))?
+                    CONTRIBUTION.make_atomic(py, fields.into_iter().chain([normalized]))?
                 };
                 // SAFETY: `items` is a tuple of `contributions.len()` slots; `i` is in range.
                 unsafe {
