@@ -148,7 +148,7 @@ fn ones(seen: u64) -> usize {
 
 /// Scores map to u64 sort keys that order like the scores, descending (finite scores only).
 #[inline]
-fn descending_bits(score: f64) -> u64 {
+pub(crate) fn descending_bits(score: f64) -> u64 {
     let bits = (score + 0.0).to_bits(); // + 0.0 turns -0.0 into 0.0: they tie
     let ascending = if bits >> 63 == 1 {
         !bits
