@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use _core::batch::{fuse_batch, Extra, IdMatrix, Output};
+use _core::cancel::Cancel;
 use _core::pool::resolve_threads;
 use _core::Params;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -81,25 +82,31 @@ fn bench(c: &mut Criterion) {
         let entries: usize = data.iter().map(Vec::len).sum();
         group.throughput(Throughput::Elements(entries as u64));
         let plan = Params::default().plan(mats.len()).expect("plan");
+        let none = Cancel::none();
         for threads in [1, cpus] {
-            let first =
-                fuse_batch(&mats, Extra::default(), &plan, -1, false, threads).expect("fused");
+            let first = fuse_batch(&mats, Extra::default(), &plan, -1, false, threads, &none)
+                .expect("fused");
             let w = first.width();
             let (mut ids, mut scores, mut counts) =
                 (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
             group.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, &t| {
                 b.iter(|| {
-                    let fused =
-                        fuse_batch(&mats, Extra::default(), &plan, -1, false, t).expect("fused");
+                    let fused = fuse_batch(&mats, Extra::default(), &plan, -1, false, t, &none)
+                        .expect("fused");
                     assert_eq!(fused.width(), w);
-                    fused.write(Output {
-                        ids: &mut ids,
-                        scores: &mut scores,
-                        counts: &mut counts,
-                        ranks: None,
-                        contributions: None,
-                        normalized: None,
-                    });
+                    fused
+                        .write(
+                            Output {
+                                ids: &mut ids,
+                                scores: &mut scores,
+                                counts: &mut counts,
+                                ranks: None,
+                                contributions: None,
+                                normalized: None,
+                            },
+                            &none,
+                        )
+                        .expect("written");
                 })
             });
             if cpus == 1 {

@@ -9,10 +9,11 @@
 //! then), [`Fused::write`] fills caller-provided arrays.
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Mutex;
 
 use hashbrown::HashMap;
-use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
 use crate::fusion::{params, trace, Hasher, IdTable, Plan, Rows, Trace, Workspace};
 use crate::memory;
@@ -75,6 +76,8 @@ pub struct Fused {
     lists: usize,
     width: usize,
     chunk_rows: usize,
+    /// The `Cancel` is polled every this many rows (see [`POLL_ENTRIES`]).
+    poll_rows: usize,
     chunks: Vec<Chunk>,
     pad: i64,
     trace: bool,
@@ -87,6 +90,11 @@ const PARALLEL_MIN_ENTRIES: usize = 1 << 11;
 /// A parallel chunk holds at least about this many entries (small enough that a batch just
 /// above [`PARALLEL_MIN_ENTRIES`] still splits into several chunks per thread, for balance).
 const CHUNK_MIN_ENTRIES: usize = 1 << 9;
+
+/// Inside a chunk, the call's [`Cancel`] is polled every this many entries or so (a
+/// millisecond of work or less): by the calling thread, which then checks for signals when they
+/// are due, and by the pool's threads, which read its flag.
+const POLL_ENTRIES: usize = 1 << 16;
 
 /// Outputs of fewer cells than this are written on the calling thread (waking the pool again
 /// would cost more than the copy).
@@ -107,7 +115,9 @@ pub fn threads_for(entries: usize, n_threads: usize) -> usize {
 /// keys a row can hold (the sum of `min(cols, window)` over the lists of non-zero weight).
 ///
 /// Errors: lists with different numbers of rows (an argument error), or the first row (in row
-/// order) that cannot be fused, located `At::Row` with the key it is about.
+/// order) that cannot be fused, located `At::Row` with the key it is about; `Problem::Interrupted`
+/// once `cancel` stops (polled every [`POLL_ENTRIES`] entries or so by every thread: the calling
+/// thread then checks for signals when they are due, the others read the flag).
 pub fn fuse_batch(
     lists: &[IdMatrix<'_>],
     extra: Extra<'_>,
@@ -115,6 +125,7 @@ pub fn fuse_batch(
     pad: i64,
     trace: bool,
     n_threads: usize,
+    cancel: &Cancel<'_>,
 ) -> Result<Fused, Error> {
     let rows = lists.first().map_or(0, |l| l.rows());
     if let Some((i, l)) = lists.iter().enumerate().find(|(_, l)| l.rows() != rows) {
@@ -135,16 +146,17 @@ pub fn fuse_batch(
     let plan = plan.clone().with_contributions(&cols);
     let entries = rows.saturating_mul(cols.iter().sum::<usize>());
     let n_threads = threads_for(entries, n_threads);
+    let row_entries = (entries / rows.max(1)).max(1);
     let chunk_rows = if n_threads > 1 {
         // About 8 chunks per thread (the threads finish within a chunk of each other), but
         // none below ~500 entries (each chunk has its own buffers).
-        let per_row = (entries / rows.max(1)).max(1);
         rows.div_ceil(n_threads * 8)
-            .max(CHUNK_MIN_ENTRIES.div_ceil(per_row))
+            .max(CHUNK_MIN_ENTRIES.div_ceil(row_entries))
             .max(1)
     } else {
         rows.max(1)
     };
+    let poll_rows = (POLL_ENTRIES / row_entries).max(1);
     let per_row = plan.params.limit.map_or(cap, |l| l.min(cap));
     let n_chunks = rows.div_ceil(chunk_rows);
     let first_error = AtomicUsize::new(usize::MAX);
@@ -161,14 +173,22 @@ pub fn fuse_batch(
             per_row,
             start..end,
             &first_error,
+            (cancel, poll_rows),
         )
     };
-    let results = pool::map_indices(n_threads, n_chunks, || RowState::new(trace), fuse_chunk);
+    let results = pool::map_indices(
+        n_threads,
+        n_chunks,
+        cancel,
+        || RowState::new(trace),
+        fuse_chunk,
+    )?;
     let mut out = Fused {
         rows,
         lists: lists.len(),
         width: 0,
         chunk_rows,
+        poll_rows,
         chunks: Vec::with_capacity(n_chunks),
         pad,
         trace,
@@ -230,6 +250,7 @@ fn fuse_chunk(
     per_row: usize,
     rows: std::ops::Range<usize>,
     first_error: &AtomicUsize,
+    (cancel, poll_rows): (&Cancel<'_>, usize),
 ) -> Result<Chunk, (usize, Error)> {
     // Room for the most hits the rows can have, so the buffers never move (untouched capacity
     // costs no memory).
@@ -246,9 +267,12 @@ fn fuse_chunk(
     } = state;
     let mut row_lists: Vec<&[i64]> = Vec::with_capacity(lists.len());
     let mut row_scores: Vec<Option<&[f64]>> = Vec::with_capacity(extra.scores.len());
+    let start = rows.start;
     for q in rows {
-        if q > first_error.load(AtomicOrdering::Relaxed) {
-            break; // an earlier row failed: this chunk's result will not be used
+        if q > first_error.load(AtomicOrdering::Relaxed)
+            || (q - start) % poll_rows == 0 && cancel.poll()
+        {
+            break; // an earlier row failed, or the call stops: this chunk will not be used
         }
         row_lists.clear();
         row_lists.extend(lists.iter().map(|l| l.row(q)));
@@ -309,11 +333,14 @@ fn check_row_scores(
     read: bool,
 ) -> Result<(), Error> {
     for (i, (ids, s)) in rows.iter().zip(scores).enumerate() {
-        if let Some(s) = s {
-            for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
-                if id != pad && (x.is_nan() || (read && x.is_infinite())) {
-                    params::raw_score(&format!("scores[{i}][{j}]"), x, read)?;
-                }
+        let Some(s) = s else { continue };
+        // Every score finite, the common case: one pass with no name formatted.
+        if s.iter().all(|x| x.is_finite()) {
+            continue;
+        }
+        for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
+            if id != pad && (x.is_nan() || (read && x.is_infinite())) {
+                params::raw_score(&format!("scores[{i}][{j}]"), x, read)?;
             }
         }
     }
@@ -349,10 +376,11 @@ impl Fused {
         self.trace
     }
 
-    /// Phase two: fills `out` (every id and score cell, pads and NaN past a row's count).
-    /// Panics if the arrays do not have the sizes of [`Fused::rows`], [`Fused::width`] and
-    /// [`Fused::lists`].
-    pub fn write(&self, out: Output<'_>) {
+    /// Phase two: fills `out` (every id and score cell, pads and NaN past a row's count), chunk
+    /// by chunk, `cancel` polled as in [`fuse_batch`] (`Err(Problem::Interrupted)` once it stops:
+    /// the arrays are then partly written). Panics if the arrays do not have the sizes of
+    /// [`Fused::rows`], [`Fused::width`] and [`Fused::lists`].
+    pub fn write(&self, out: Output<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
         let (w, l) = (self.width, self.lists);
         assert_eq!(out.ids.len(), self.rows * w);
         assert_eq!(out.scores.len(), self.rows * w);
@@ -372,21 +400,79 @@ impl Fused {
             }
         }
         if w == 0 {
-            return;
+            return Ok(());
         }
-        let write_chunk = |(c, (ids, scores)): (&Chunk, (&mut [i64], &mut [f64]))| {
-            let mut at = 0;
-            for ((ids, scores), &n) in ids.chunks_mut(w).zip(scores.chunks_mut(w)).zip(&c.counts) {
-                ids[..n].copy_from_slice(&c.ids[at..at + n]);
-                ids[n..].fill(self.pad);
-                scores[..n].copy_from_slice(&c.scores[at..at + n]);
-                scores[n..].fill(f64::NAN);
-                at += n;
-            }
+        let trace = match (ranks, contributions) {
+            (Some(r), Some(c)) if self.trace && wl > 0 => Some((r, c)),
+            _ => None,
         };
-        let trace_chunk = |(c, (ranks, contributions)): (&Chunk, (&mut [i32], &mut [f64]))| {
+        let normalized = normalized.filter(|_| self.trace && wl > 0);
+        // Each chunk's rows of every output array.
+        let mut ranks = trace.map(|(r, c)| r.chunks_mut(cr * wl).zip(c.chunks_mut(cr * wl)));
+        let mut normalized = normalized.map(|v| v.chunks_mut(cr * wl));
+        let parts = out
+            .ids
+            .chunks_mut(cr * w)
+            .zip(out.scores.chunks_mut(cr * w))
+            .map(|(ids, scores)| Part {
+                ids,
+                scores,
+                trace: ranks.as_mut().and_then(Iterator::next),
+                normalized: normalized.as_mut().and_then(Iterator::next),
+            });
+        if self.rows * w < PARALLEL_WRITE_MIN_CELLS || self.n_threads <= 1 {
+            for (chunk, part) in self.chunks.iter().zip(parts) {
+                cancel.check()?;
+                self.write_chunk(chunk, part, cancel);
+            }
+            return cancel.check_stopped();
+        }
+        // On the pool: each part taken by the thread that writes its chunk.
+        let parts: Vec<Mutex<Option<Part<'_>>>> = parts.map(|p| Mutex::new(Some(p))).collect();
+        pool::map_indices(
+            self.n_threads,
+            parts.len(),
+            cancel,
+            || (),
+            |_, c| {
+                // A poisoned lock only means a panic in another chunk, which the pool re-raises.
+                let part = parts[c].lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let (Some(part), Some(chunk)) = (part, self.chunks.get(c)) {
+                    self.write_chunk(chunk, part, cancel);
+                }
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Writes one chunk's rows into its part of the output arrays; stops early once `cancel`
+    /// (polled every `poll_rows` rows) stops.
+    fn write_chunk(&self, c: &Chunk, part: Part<'_>, cancel: &Cancel<'_>) {
+        let (w, l) = (self.width, self.lists);
+        let stop = |r: usize| r % self.poll_rows == 0 && cancel.poll();
+        let mut at = 0;
+        for (r, ((ids, scores), &n)) in part
+            .ids
+            .chunks_mut(w)
+            .zip(part.scores.chunks_mut(w))
+            .zip(&c.counts)
+            .enumerate()
+        {
+            if stop(r) {
+                return;
+            }
+            ids[..n].copy_from_slice(&c.ids[at..at + n]);
+            ids[n..].fill(self.pad);
+            scores[..n].copy_from_slice(&c.scores[at..at + n]);
+            scores[n..].fill(f64::NAN);
+            at += n;
+        }
+        if let Some((ranks, contributions)) = part.trace {
             let mut hit = 0;
             for (r, &n) in c.counts.iter().enumerate() {
+                if stop(r) {
+                    return;
+                }
                 for j in 0..n {
                     let entries = &c.trace[c.trace_offsets[hit]..c.trace_offsets[hit + 1]];
                     for &(list, rank, value, _) in entries {
@@ -397,10 +483,13 @@ impl Fused {
                     hit += 1;
                 }
             }
-        };
-        let normalized_chunk = |(c, normalized): (&Chunk, &mut [f64])| {
+        }
+        if let Some(normalized) = part.normalized {
             let mut hit = 0;
             for (r, &n) in c.counts.iter().enumerate() {
+                if stop(r) {
+                    return;
+                }
                 for j in 0..n {
                     let entries = &c.trace[c.trace_offsets[hit]..c.trace_offsets[hit + 1]];
                     for &(list, _, _, v) in entries {
@@ -411,59 +500,16 @@ impl Fused {
                     hit += 1;
                 }
             }
-        };
-        let trace = match (ranks, contributions) {
-            (Some(r), Some(c)) if self.trace && wl > 0 => Some((r, c)),
-            _ => None,
-        };
-        let normalized = normalized.filter(|_| self.trace && wl > 0);
-        let (ids, scores) = (out.ids, out.scores);
-        let n_threads = if self.rows * w < PARALLEL_WRITE_MIN_CELLS {
-            1
-        } else {
-            self.n_threads
-        };
-        pool::run(n_threads, |parallel| {
-            if parallel {
-                self.chunks
-                    .par_iter()
-                    .zip(
-                        ids.par_chunks_mut(cr * w)
-                            .zip(scores.par_chunks_mut(cr * w)),
-                    )
-                    .for_each(write_chunk);
-                if let Some((r, c)) = trace {
-                    self.chunks
-                        .par_iter()
-                        .zip(r.par_chunks_mut(cr * wl).zip(c.par_chunks_mut(cr * wl)))
-                        .for_each(trace_chunk);
-                }
-                if let Some(v) = normalized {
-                    self.chunks
-                        .par_iter()
-                        .zip(v.par_chunks_mut(cr * wl))
-                        .for_each(normalized_chunk);
-                }
-            } else {
-                self.chunks
-                    .iter()
-                    .zip(ids.chunks_mut(cr * w).zip(scores.chunks_mut(cr * w)))
-                    .for_each(write_chunk);
-                if let Some((r, c)) = trace {
-                    self.chunks
-                        .iter()
-                        .zip(r.chunks_mut(cr * wl).zip(c.chunks_mut(cr * wl)))
-                        .for_each(trace_chunk);
-                }
-                if let Some(v) = normalized {
-                    self.chunks
-                        .iter()
-                        .zip(v.chunks_mut(cr * wl))
-                        .for_each(normalized_chunk);
-                }
-            }
-        });
+        }
     }
+}
+
+/// One chunk's rows of the output arrays of [`Fused::write`].
+struct Part<'a> {
+    ids: &'a mut [i64],
+    scores: &'a mut [f64],
+    trace: Option<(&'a mut [i32], &'a mut [f64])>,
+    normalized: Option<&'a mut [f64]>,
 }
 
 /// The output of [`fuse_batch_into_vecs`]: row-major arrays as described on [`Output`].
@@ -488,7 +534,8 @@ pub fn fuse_batch_into_vecs(
     trace: bool,
     n_threads: usize,
 ) -> Result<BatchOutput, Error> {
-    let fused = fuse_batch(lists, extra, plan, pad, trace, n_threads)?;
+    let cancel = Cancel::none();
+    let fused = fuse_batch(lists, extra, plan, pad, trace, n_threads, &cancel)?;
     let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
     let mut out = BatchOutput {
         rows: q,
@@ -500,14 +547,17 @@ pub fn fuse_batch_into_vecs(
         contributions: trace.then(|| vec![0.0; q * w * l]),
         normalized: trace.then(|| vec![0.0; q * w * l]),
     };
-    fused.write(Output {
-        ids: &mut out.ids,
-        scores: &mut out.scores,
-        counts: &mut out.counts,
-        ranks: out.ranks.as_deref_mut(),
-        contributions: out.contributions.as_deref_mut(),
-        normalized: out.normalized.as_deref_mut(),
-    });
+    fused.write(
+        Output {
+            ids: &mut out.ids,
+            scores: &mut out.scores,
+            counts: &mut out.counts,
+            ranks: out.ranks.as_deref_mut(),
+            contributions: out.contributions.as_deref_mut(),
+            normalized: out.normalized.as_deref_mut(),
+        },
+        &cancel,
+    )?;
     Ok(out)
 }
 

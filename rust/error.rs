@@ -62,6 +62,8 @@ pub enum Problem {
     },
     /// A malformed TREC file (`TrecFormatError`).
     Malformed(Reason),
+    /// The computation was stopped by its [`crate::cancel::Cancel`] (Ctrl-C in the binding).
+    Interrupted,
 }
 
 /// Which score of a key is not finite.
@@ -191,6 +193,7 @@ impl Error {
                 crate::trec::pyrepr::float(*value)
             ),
             Problem::Malformed(reason) => reason.render(text),
+            Problem::Interrupted => "interrupted".to_owned(),
         }
     }
 

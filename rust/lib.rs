@@ -5,6 +5,7 @@
 //! (`py`), the only module that imports pyo3. docs/architecture.md draws the whole house.
 
 pub mod batch;
+pub mod cancel;
 pub mod error;
 pub mod fusion;
 pub mod memory;

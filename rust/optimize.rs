@@ -22,6 +22,7 @@
 //! scores into floats, and orders equal floats by doc id) is at least its `cutoff`-th hit's: its
 //! first `cutoff` hits and every hit that trec_eval could put among them.
 
+use crate::cancel::Cancel;
 use crate::error::{At, Error, Key, KeyRef, Problem, Result, Stage};
 use crate::fusion::engine::descending_bits;
 use crate::fusion::{canonical_sum, Duplicates, Method, Norm, Plan, TieBreak};
@@ -202,9 +203,16 @@ pub fn combine(
             error: Error::invalid("cutoff", "cutoff must be >= 1, got 0"),
         });
     }
-    let parts = pool::map_indices(n_threads, plans.len(), Scratch::default, |scratch, s| {
-        setting(trace, &plans[s], cutoff, scratch)
-    });
+    // Not cancellable here: a call fuses a few settings, and the caller (Python) checks for
+    // signals between calls.
+    let parts = pool::map_indices(
+        n_threads,
+        plans.len(),
+        &Cancel::none(),
+        Scratch::default,
+        |scratch, s| setting(trace, &plans[s], cutoff, scratch),
+    )
+    .map_err(|error| SettingError { setting: 0, error })?;
     let mut out = Combined::default();
     for (s, part) in parts.into_iter().enumerate() {
         let part = part.map_err(|error| SettingError { setting: s, error })?;

@@ -3,9 +3,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
+
+use crate::cancel::Cancel;
+use crate::error::{Error, Problem};
 
 struct Pools {
     /// The process that created the pools: a fork changes the pid, and the child starts afresh.
@@ -83,23 +86,48 @@ pub fn run<R: Send>(n_threads: usize, f: impl FnOnce(bool) -> R + Send) -> R {
 /// sleep and woken again at the end. For a call of a fraction of a millisecond that is most of
 /// the cost of going parallel. `work` must not use rayon's parallel iterators (it may run on the
 /// calling thread, outside any pool, where they would reach rayon's global pool).
-pub fn map_indices<S, R: Send>(
+///
+/// Before each index the calling thread polls `cancel` and the pool's threads read its flag:
+/// once it is set no thread starts another index, and the call is `Err(Problem::Interrupted)`
+/// (the results of the indices done are dropped on another thread: see [`free_later`]).
+pub fn map_indices<S, R: Send + 'static>(
     n_threads: usize,
     n: usize,
+    cancel: &Cancel<'_>,
     init: impl Fn() -> S + Sync,
     work: impl Fn(&mut S, usize) -> R + Sync,
-) -> Vec<R> {
+) -> Result<Vec<R>, Error> {
     let helpers = n_threads.min(n).saturating_sub(1);
     let Some(p) = (helpers > 0).then(|| pool(helpers)).flatten() else {
         let mut state = init();
-        return (0..n).map(|i| work(&mut state, i)).collect();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            if let Err(e) = cancel.check() {
+                free_later(out);
+                return Err(e);
+            }
+            out.push(work(&mut state, i));
+        }
+        // (The last `work` may have stopped early, having read the flag.)
+        if let Err(e) = cancel.check_stopped() {
+            free_later(out);
+            return Err(e);
+        }
+        return Ok(out);
     };
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(n));
-    let claim_all = || {
+    let claim_all = |caller: bool| {
         let mut mine = Vec::new();
         let mut state = None;
         loop {
+            if if caller {
+                cancel.poll()
+            } else {
+                cancel.stopped()
+            } {
+                break;
+            }
             let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= n {
                 break;
@@ -112,13 +140,70 @@ pub fn map_indices<S, R: Send>(
     };
     p.in_place_scope(|scope| {
         for _ in 0..helpers {
-            scope.spawn(|_| claim_all());
+            scope.spawn(|_| claim_all(false));
         }
-        claim_all();
+        claim_all(true);
     });
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = cancel.check_stopped() {
+        free_later(done);
+        return Err(e);
+    }
     done.sort_unstable_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, r)| r).collect()
+    Ok(done.into_iter().map(|(_, r)| r).collect())
+}
+
+/// [`run`] for work that `cancel` may stop: on a pool, `f(true)` runs on one of its threads
+/// while the calling thread polls `cancel` every [`crate::cancel::INTERVAL`] until `f` returns
+/// (`f` reads the flag, [`Cancel::stopped`], at its chunk boundaries); otherwise `f(false)` runs
+/// on the calling thread, which polls `cancel` itself.
+pub fn run_cancellable<T: Send>(
+    n_threads: usize,
+    cancel: &Cancel<'_>,
+    f: impl FnOnce(bool) -> Result<T, Error> + Send,
+) -> Result<T, Error> {
+    match (n_threads > 1).then(|| pool(n_threads)).flatten() {
+        Some(p) => in_pool(&p, cancel, || f(true)),
+        None => f(false),
+    }
+}
+
+/// [`install`] for work that `cancel` may stop: `op` runs in the default pool while the calling
+/// thread polls `cancel` (as [`run_cancellable`]); `op` reads the flag at its chunk boundaries.
+pub fn install_cancellable<T: Send>(
+    cancel: &Cancel<'_>,
+    op: impl FnOnce() -> Result<T, Error> + Send,
+) -> Result<T, Error> {
+    match pool(resolve_threads(None)) {
+        Some(p) => in_pool(&p, cancel, op),
+        None => op(),
+    }
+}
+
+/// `op` on a thread of `p`, the calling thread polling `cancel` until it is done.
+fn in_pool<T: Send>(
+    p: &ThreadPool,
+    cancel: &Cancel<'_>,
+    op: impl FnOnce() -> Result<T, Error> + Send,
+) -> Result<T, Error> {
+    let mut out = None;
+    let slot = &mut out;
+    let (done, finished) = mpsc::channel::<()>();
+    p.in_place_scope(|scope| {
+        scope.spawn(move |_| {
+            *slot = Some(op());
+            drop(done);
+        });
+        // Until the job has ended: its sender is dropped then, whether `op` returned or not.
+        while let Err(mpsc::RecvTimeoutError::Timeout) =
+            finished.recv_timeout(crate::cancel::INTERVAL)
+        {
+            cancel.poll();
+        }
+    });
+    // No result only if `op` did not return, that is panicked: the scope has re-raised its
+    // panic then, so this is never reached without one.
+    out.unwrap_or_else(|| Err(Problem::Interrupted.into()))
 }
 
 /// Runs `op` in this process's pool of the default size (`resolve_threads(None)`): the parallel
@@ -128,6 +213,16 @@ pub fn install<R: Send>(op: impl FnOnce() -> R + Send) -> R {
     match pool(resolve_threads(None)) {
         Some(p) => p.install(op),
         None => op(),
+    }
+}
+
+/// Drops `value` on a thread of this process's pool (or here, when no pool can be built): the
+/// large buffers of an interrupted computation are freed while the caller goes on (giving
+/// back gigabytes of touched memory takes tens of milliseconds).
+pub fn free_later<T: Send + 'static>(value: T) {
+    match pool(resolve_threads(None)) {
+        Some(p) => p.spawn(move || drop(value)),
+        None => drop(value),
     }
 }
 
@@ -147,8 +242,14 @@ mod tests {
     fn map_indices_is_map_in_order() {
         for threads in [1, 2, 4] {
             for n in [0, 1, 2, 3, 100, 1000] {
-                let got = map_indices(threads, n, || 1, |one: &mut usize, i| i * i * *one);
-                assert_eq!(got, (0..n).map(|i| i * i).collect::<Vec<_>>());
+                let got = map_indices(
+                    threads,
+                    n,
+                    &Cancel::none(),
+                    || 1,
+                    |one: &mut usize, i| i * i * *one,
+                );
+                assert_eq!(got, Ok((0..n).map(|i| i * i).collect::<Vec<_>>()));
             }
         }
     }

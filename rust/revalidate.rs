@@ -15,9 +15,13 @@ use std::hash::Hash;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
+use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
 use crate::fusion::Hasher;
 use crate::pool;
+
+/// The ids of a batch are read in pieces of this many, `cancel` polled between them.
+const PIECE: usize = 1 << 16;
 
 /// `limit` when the index filters before the scan (`pre_filtering`), else `limit * multiplier`.
 /// `None` when the product overflows.
@@ -139,72 +143,165 @@ fn check_count(n: usize, name: &str) -> Result<()> {
 
 /// `(min, span)` of the non-pad ids when they fit a direct-address table of at most about two
 /// entries per cell, where a table beats hashing.
-fn dense_range(ids: &[i64], pad: i64) -> Option<(i64, usize)> {
-    let (lo, hi) = pool::install(|| {
-        ids.par_iter()
-            .with_min_len(1 << 14)
-            .filter(|&&x| x != pad)
-            .fold(
-                || (i64::MAX, i64::MIN),
-                |(lo, hi), &x| (lo.min(x), hi.max(x)),
-            )
+fn dense_range(ids: &[i64], pad: i64, cancel: &Cancel<'_>) -> Result<Option<(i64, usize)>> {
+    let (lo, hi) = pool::install_cancellable(cancel, || {
+        let range = ids
+            .par_chunks(PIECE)
+            .map(|piece| {
+                let none = (i64::MAX, i64::MIN);
+                if cancel.stopped() {
+                    return none;
+                }
+                piece
+                    .iter()
+                    .filter(|&&x| x != pad)
+                    .fold(none, |(lo, hi), &x| (lo.min(x), hi.max(x)))
+            })
             .reduce(
                 || (i64::MAX, i64::MIN),
                 |(a, b), (c, d)| (a.min(c), b.max(d)),
-            )
-    });
+            );
+        cancel.check_stopped().map(|()| range)
+    })?;
     if lo > hi {
-        return None; // only pads
+        return Ok(None); // only pads
     }
     let span = (hi as i128 - lo as i128 + 1) as u128;
     let budget = 2 * ids.len() as u128 + 4096;
-    (span <= budget).then_some((lo, span as usize))
+    Ok((span <= budget).then_some((lo, span as usize)))
+}
+
+/// Hash tables id -> unique index, one per shard of the ids (split by a hash of the id) when
+/// there are many ids. A table grows by rehashing all it holds at once: with one table, the
+/// growths of a batch of millions of ids take up to seconds each. The shards are grown ahead
+/// of need ([`Shards::make_room`]), each at its own fill, so that they do not all grow in the
+/// same piece of the ids: each growth is short, and a large batch's `Cancel` is polled between
+/// pieces.
+struct Shards {
+    tables: Vec<HashMap<i64, u32, Hasher>>,
+    /// 64 minus log2 of the number of tables.
+    shift: u32,
+}
+
+impl Shards {
+    /// Batches of at least this many ids get [`Shards::MANY`] tables.
+    const SPLIT_FROM: usize = 1 << 20;
+    const MANY: u32 = 6;
+
+    fn new(n_ids: usize) -> Self {
+        let bits = if n_ids >= Self::SPLIT_FROM {
+            Self::MANY
+        } else {
+            0
+        };
+        Shards {
+            tables: (0..1 << bits).map(|_| HashMap::default()).collect(),
+            shift: 64 - bits,
+        }
+    }
+
+    /// Before `n` more ids: grows each table that would pass its own fill limit, between 1/2
+    /// and 7/8 of its capacity (shard i's limit grows with i), to twice its capacity.
+    fn make_room(&mut self, n: usize) {
+        let shards = self.tables.len();
+        if shards == 1 {
+            return;
+        }
+        let each = 2 * n / shards;
+        for (i, table) in self.tables.iter_mut().enumerate() {
+            let capacity = table.capacity();
+            let limit = capacity / 2 + capacity / 2 * 3 * i / (4 * shards);
+            if table.len() + each > limit {
+                table.reserve(capacity.max(each));
+            }
+        }
+    }
+
+    /// The table of id `x`.
+    #[inline]
+    fn of(&mut self, x: i64) -> &mut HashMap<i64, u32, Hasher> {
+        let mixed = (x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &mut self.tables[((mixed as u128) >> self.shift) as usize]
+    }
 }
 
 /// Plans a row-major id matrix: its unique ids in first-seen order, and where each cell finds
 /// its id among them. Ids in a narrow range go through a direct-address table (no per-cell
-/// memory), others through a hash table. Never panics, whatever the ids.
-pub fn batch_plan(ids: &[i64], pad: i64) -> Result<BatchPlan> {
+/// memory), others through a hash table. Never panics, whatever the ids. `cancel` is polled
+/// between pieces of the ids (`Problem::Interrupted` once it stops).
+pub fn batch_plan(ids: &[i64], pad: i64, cancel: &Cancel<'_>) -> Result<BatchPlan> {
     check_count(ids.len(), "ids")?;
-    if let Some((lo, span)) = dense_range(ids, pad) {
+    if let Some((lo, span)) = dense_range(ids, pad, cancel)? {
         let mut unique = Vec::with_capacity(ids.len().min(span));
-        let mut table = vec![NONE; span];
-        for &x in ids {
-            if x == pad {
-                continue;
-            }
-            // Out of the range only if another thread changed the ids since `dense_range`.
-            if let Some(entry) = table.get_mut(x.wrapping_sub(lo) as u64 as usize) {
-                if *entry == NONE {
-                    *entry = unique.len() as u32;
-                    unique.push(x);
+        let mut table = Vec::new();
+        let planned = cancel::resize(&mut table, span, NONE, cancel).and_then(|()| {
+            for piece in ids.chunks(PIECE) {
+                cancel.check()?;
+                for &x in piece {
+                    if x == pad {
+                        continue;
+                    }
+                    // Out of the range only if another thread changed the ids since
+                    // `dense_range`.
+                    if let Some(entry) = table.get_mut(x.wrapping_sub(lo) as u64 as usize) {
+                        if *entry == NONE {
+                            *entry = unique.len() as u32;
+                            unique.push(x);
+                        }
+                    }
                 }
             }
-        }
-        return Ok(BatchPlan {
+            Ok(())
+        });
+        let plan = BatchPlan {
             unique,
             index: Index::Dense { lo, table },
-        });
+        };
+        return finished(planned, plan);
     }
     let mut unique = Vec::new();
     let mut slots = Vec::with_capacity(ids.len());
-    let mut seen: HashMap<i64, u32, Hasher> = HashMap::default();
-    for &x in ids {
-        if x == pad {
-            slots.push(NONE);
-            continue;
+    let mut seen = Shards::new(ids.len());
+    let mut planned = Ok(());
+    for piece in ids.chunks(PIECE) {
+        planned = cancel.check();
+        if planned.is_err() {
+            break;
         }
-        let next = unique.len() as u32;
-        let slot = *seen.entry(x).or_insert(next);
-        if slot == next {
-            unique.push(x);
+        seen.make_room(piece.len());
+        for &x in piece {
+            if x == pad {
+                slots.push(NONE);
+                continue;
+            }
+            let next = unique.len() as u32;
+            let slot = *seen.of(x).entry(x).or_insert(next);
+            if slot == next {
+                unique.push(x);
+            }
+            slots.push(slot);
         }
-        slots.push(slot);
     }
-    Ok(BatchPlan {
+    let plan = BatchPlan {
         unique,
         index: Index::Cells(slots),
-    })
+    };
+    if planned.is_err() {
+        pool::free_later(seen);
+    }
+    finished(planned, plan)
+}
+
+/// The plan once built, or the error that stopped it (the plan's buffers then freed on another
+/// thread: see [`pool::free_later`]).
+fn finished(planned: Result<()>, plan: BatchPlan) -> Result<BatchPlan> {
+    match planned {
+        Ok(()) => Ok(plan),
+        Err(e) => {
+            pool::free_later(plan);
+            Err(e)
+        }
+    }
 }
 
 /// A (n_rows, n_cols) batch of candidates: row-major ids (with a pad value) and their scores,
@@ -252,8 +349,8 @@ impl<'a, S: Copy + Into<f64> + Sync> Batch<'a, S> {
     }
 
     /// The plan of the batch's ids (see [`batch_plan`]).
-    pub fn plan(&self) -> Result<BatchPlan> {
-        batch_plan(self.ids, self.pad)
+    pub fn plan(&self, cancel: &Cancel<'_>) -> Result<BatchPlan> {
+        batch_plan(self.ids, self.pad, cancel)
     }
 }
 
@@ -270,14 +367,25 @@ pub struct Compacted {
 /// Compacts each row of `batch`, in parallel (in this process's pool, see `pool`): the cells
 /// whose id is live, in input order, at most `limit` per row. The width is `min(limit, n_cols)`
 /// with a limit, else the largest count. `plan` is the batch's plan and `live` has one entry
-/// per unique id (it may be empty when `limit` is 0).
+/// per unique id (it may be empty when `limit` is 0). `Problem::Interrupted` once `cancel` stops
+/// (polled by the calling thread while the pool works, read between rows).
 pub fn compact<S: Copy + Into<f64> + Sync>(
     batch: &Batch<'_, S>,
     plan: &BatchPlan,
     live: &[bool],
     limit: Option<usize>,
-) -> Compacted {
-    pool::install(|| compact_rows(batch, plan, live, limit))
+    cancel: &Cancel<'_>,
+) -> Result<Compacted> {
+    pool::install_cancellable(cancel, || {
+        let out = compact_rows(batch, plan, live, limit, cancel);
+        match cancel.check_stopped() {
+            Ok(()) => Ok(out),
+            Err(e) => {
+                pool::free_later(out);
+                Err(e)
+            }
+        }
+    })
 }
 
 fn compact_rows<S: Copy + Into<f64> + Sync>(
@@ -285,6 +393,7 @@ fn compact_rows<S: Copy + Into<f64> + Sync>(
     plan: &BatchPlan,
     live: &[bool],
     limit: Option<usize>,
+    cancel: &Cancel<'_>,
 ) -> Compacted {
     let Batch {
         ids,
@@ -302,6 +411,9 @@ fn compact_rows<S: Copy + Into<f64> + Sync>(
         None => (0..n_rows)
             .into_par_iter()
             .map(|q| {
+                if cancel.stopped() {
+                    return 0;
+                }
                 (q * n_cols..(q + 1) * n_cols)
                     .filter(|&c| keeps(c, ids[c]))
                     .count()
@@ -319,6 +431,9 @@ fn compact_rows<S: Copy + Into<f64> + Sync>(
             .zip(out_scores.par_chunks_mut(width))
             .enumerate()
             .map(|(q, (row_ids, row_scores))| {
+                if cancel.stopped() {
+                    return 0;
+                }
                 let mut j = 0;
                 for c in q * n_cols..(q + 1) * n_cols {
                     if j == width {
@@ -352,7 +467,8 @@ pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
     limit: Option<usize>,
     is_live: impl FnOnce(&[i64]) -> std::result::Result<Vec<bool>, E>,
 ) -> std::result::Result<Compacted, E> {
-    let plan = batch.plan()?;
+    let cancel = Cancel::none();
+    let plan = batch.plan(&cancel)?;
     let live = if plan.unique.is_empty() || limit == Some(0) {
         Vec::new()
     } else {
@@ -360,7 +476,7 @@ pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
         check_live_len(live.len(), plan.unique.len())?;
         live
     };
-    Ok(compact(batch, &plan, &live, limit))
+    Ok(compact(batch, &plan, &live, limit, &cancel)?)
 }
 
 /// `is_live` must answer one bool per unique id.
@@ -501,6 +617,56 @@ mod tests {
     }
 
     #[test]
+    fn a_large_sparse_batch_is_planned_in_first_seen_order() {
+        // Enough ids for the sharded tables; sparse (hashed), with repeats and pads.
+        let n = Shards::SPLIT_FROM + 1000;
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        let ids: Vec<i64> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                match x % 10 {
+                    0 => -1,
+                    r => ((x >> 20) % (n as u64 / 3)) as i64 * 1_000_003 + r as i64 % 2,
+                }
+            })
+            .collect();
+        let plan = batch_plan(&ids, -1, &Cancel::none()).unwrap();
+        let mut index: std::collections::HashMap<i64, u32> = Default::default();
+        let mut unique = Vec::new();
+        for (c, &id) in ids.iter().enumerate() {
+            if id == -1 {
+                assert_eq!(plan.slot(c, id, -1), None);
+                continue;
+            }
+            let next = unique.len() as u32;
+            let slot = *index.entry(id).or_insert(next);
+            if slot == next {
+                unique.push(id);
+            }
+            assert_eq!(plan.slot(c, id, -1), Some(slot));
+        }
+        assert_eq!(plan.unique, unique);
+        assert!(matches!(plan.index, Index::Cells(_)));
+    }
+
+    #[test]
+    fn a_stopped_plan_is_an_interruption() {
+        let ids: Vec<i64> = (0..3 * PIECE as i64).map(|i| i * 1_000_003).collect();
+        let cancel = Cancel::none();
+        cancel.stop();
+        let e = batch_plan(&ids, -1, &cancel).unwrap_err();
+        assert_eq!(e.problem, crate::error::Problem::Interrupted);
+        let scores = vec![0.0; ids.len()];
+        let batch = Batch::new(&ids, &scores, 3, PIECE, -1).unwrap();
+        let plan = batch.plan(&Cancel::none()).unwrap();
+        let live = vec![true; plan.unique.len()];
+        let e = compact(&batch, &plan, &live, None, &cancel).unwrap_err();
+        assert_eq!(e.problem, crate::error::Problem::Interrupted);
+    }
+
+    #[test]
     fn f32_scores_widen_exactly() {
         let ids = [1, 2, -1, 2];
         let scores32 = [0.1f32, f32::NAN, 7.0, 1e30];
@@ -509,12 +675,28 @@ mod tests {
         let a = revalidate_batch(&Batch::new(&ids, &scores32, 2, 2, -1).unwrap(), None, all);
         let b = revalidate_batch(&Batch::new(&ids, &scores64, 2, 2, -1).unwrap(), None, all);
         let (a, b) = (a.unwrap(), b.unwrap());
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        // The bits of each number; a NaN is one NaN (Rust leaves the sign and payload of a
+        // widened NaN unspecified, and Miri varies them).
+        let bits = |v: &[f64]| {
+            v.iter()
+                .map(|x| if x.is_nan() { None } else { Some(x.to_bits()) })
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
             (&a.ids, &a.counts, bits(&a.scores)),
             (&b.ids, &b.counts, bits(&b.scores))
         );
         assert_eq!(a.ids, vec![1, 2, 2, -1]);
+        assert_eq!(
+            bits(&a.scores),
+            [
+                Some(f64::from(0.1f32)),
+                None,
+                Some(f64::from(1e30f32)),
+                None
+            ]
+            .map(|x| x.map(f64::to_bits))
+        );
     }
 
     #[test]

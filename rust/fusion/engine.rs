@@ -24,14 +24,32 @@
 use hashbrown::HashSet;
 
 use super::keys::KeySource;
-use super::method::{Entry, Scanned, Scored, Scores};
+use super::method::{Dense, Entry, Scanned, Scored, Scores};
 use super::params::{Duplicates, Method, Norm, Plan, TieBreak};
 use super::trace::{Contribution, Trace};
 use super::{canonical_sum, Hasher};
+use crate::cancel::{self, Cancel};
 use crate::error::{Error, KeyRef, Problem, Stage};
 
 /// Dense mode is used with at most this many lists read (and duplicates "first" or "error").
 pub const DENSE_MAX_LISTS: usize = 8;
+
+/// A large query polls its [`Cancel`] every this many positions of the scan (times the lists
+/// read) ...
+const POLL_POSITIONS: usize = 1 << 12;
+/// ... and every this many keys scored or ranked.
+pub(super) const POLL_KEYS: usize = 1 << 16;
+
+/// `0..n` in consecutive ranges of `size`.
+fn blocks(n: usize, size: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..n)
+        .step_by(size)
+        .map(move |start| start..(start + size).min(n))
+}
+
+fn interrupted() -> Error {
+    Problem::Interrupted.into()
+}
 
 /// One counted occurrence of a key (general layout).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -107,6 +125,9 @@ pub struct Workspace {
     stride: usize,
     slot_values: Vec<f64>,
     slot_occurrences: Vec<(u32, u32)>,
+    /// Dense layout: per slot (list read), the items of its window not counted (holes and
+    /// repeats).
+    skipped: Vec<u32>,
 }
 
 /// The number of bits set in the seen-lists bits of a key in dense mode (below 2^8): a table,
@@ -183,6 +204,19 @@ impl Workspace {
         scores: Scores<'_>,
         plan: &Plan,
     ) -> Result<(), S::Error> {
+        self.fuse_cancellable(keys, scores, plan, &Cancel::none())
+    }
+
+    /// [`Workspace::fuse`] that `cancel` can stop (`Problem::Interrupted`): it is polled every few
+    /// thousand items of the scan and keys scored (for a single large query; a batch polls
+    /// between rows instead).
+    pub fn fuse_cancellable<S: KeySource>(
+        &mut self,
+        keys: &mut S,
+        scores: Scores<'_>,
+        plan: &Plan,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), S::Error> {
         let method = plan.params.method;
         self.generic = !matches!(
             method,
@@ -192,12 +226,16 @@ impl Workspace {
         self.count_present = matches!(method, Method::Isr | Method::LogIsr | Method::LognIsr);
         self.factors.clear();
         self.boosts.clear();
-        self.scan(keys, plan)?;
+        self.scan(keys, plan, cancel)?;
         if self.generic {
             self.count_read(keys, plan);
-            self.score_generic(plan, scores)?;
+            if self.dense && !self.keep_occurrences && method != Method::Condorcet {
+                self.score_dense(plan, scores, cancel)?;
+            } else {
+                self.score_generic(plan, scores, cancel)?;
+            }
         } else {
-            self.score_keys(plan)?;
+            self.score_keys(plan, cancel)?;
         }
         Ok(())
     }
@@ -219,7 +257,12 @@ impl Workspace {
     }
 
     /// Scores by [`super::method`]: every key's occurrences, ordered by list then position.
-    fn score_generic(&mut self, plan: &Plan, scores: Scores<'_>) -> Result<(), Error> {
+    fn score_generic(
+        &mut self,
+        plan: &Plan,
+        scores: Scores<'_>,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
         self.entry_offsets.clear();
         self.entries.clear();
         self.firsts.clear();
@@ -228,38 +271,69 @@ impl Workspace {
             self.group();
         }
         let mut group = Vec::new();
-        for key in 0..self.n_keys {
-            group.clear();
-            if self.dense {
-                let at = key * self.stride;
-                group.extend(
-                    self.slot_occurrences[at..at + self.count(key)]
-                        .iter()
-                        .map(|&(list, position)| Entry { list, position }),
-                );
-            } else {
-                group.extend(self.grouped_of(key).iter().map(|o| Entry {
-                    list: o.list,
-                    position: o.position,
-                }));
+        for block in blocks(self.n_keys, POLL_KEYS) {
+            cancel.check()?;
+            for key in block {
+                group.clear();
+                if self.dense {
+                    let at = key * self.stride;
+                    group.extend(
+                        self.slot_occurrences[at..at + self.count(key)]
+                            .iter()
+                            .map(|&(list, position)| Entry { list, position }),
+                    );
+                } else {
+                    group.extend(self.grouped_of(key).iter().map(|o| Entry {
+                        list: o.list,
+                        position: o.position,
+                    }));
+                }
+                group.sort_unstable_by_key(|e| (e.list, e.position));
+                self.entries.extend_from_slice(&group);
+                self.entry_offsets.push(self.entries.len() as u32);
+                self.firsts.push(self.keys[key].first);
             }
-            group.sort_unstable_by_key(|e| (e.list, e.position));
-            self.entries.extend_from_slice(&group);
-            self.entry_offsets.push(self.entries.len() as u32);
-            self.firsts.push(self.keys[key].first);
         }
-        self.scored.score(&Scanned {
-            plan,
-            read: &self.read,
-            n_read: &self.n_read,
-            offsets: &self.entry_offsets,
-            entries: &self.entries,
-            firsts: &self.firsts,
-            scores,
-        })?;
+        self.scored.score(
+            &Scanned {
+                plan,
+                read: &self.read,
+                n_read: &self.n_read,
+                offsets: &self.entry_offsets,
+                entries: &self.entries,
+                firsts: &self.firsts,
+                scores,
+            },
+            cancel,
+        )?;
         self.scores.clear();
         self.scores.extend_from_slice(&self.scored.scores);
         Ok(())
+    }
+
+    /// Scores by [`super::method`] in the dense layout without traces: from the scan's slots,
+    /// with no per-key entries built.
+    fn score_dense(
+        &mut self,
+        plan: &Plan,
+        scores: Scores<'_>,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
+        let keys = &self.keys;
+        let q = Dense {
+            plan,
+            read: &self.read,
+            n_read: &self.n_read,
+            skipped: &self.skipped,
+            n_keys: self.n_keys,
+            stride: self.stride,
+            occurrences: &self.slot_occurrences,
+            count: |k: usize| ones(keys[k].seen),
+            first: |k: usize| keys[k].first,
+            scores,
+        };
+        self.scores.clear();
+        self.scored.score_dense(&q, &mut self.scores, cancel)
     }
 
     /// The boost: adds `weight * (v - min) / (max - min)` to each key that has a value `v`
@@ -312,7 +386,12 @@ impl Workspace {
         Ok(())
     }
 
-    fn scan<S: KeySource>(&mut self, keys: &mut S, plan: &Plan) -> Result<(), S::Error> {
+    fn scan<S: KeySource>(
+        &mut self,
+        keys: &mut S,
+        plan: &Plan,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), S::Error> {
         let p = &plan.params;
         self.n_keys = 0;
         self.scores.clear();
@@ -328,68 +407,75 @@ impl Workspace {
             depth = depth.min(w);
         }
         let most_keys: usize = self.read.iter().map(|&i| keys.len(i).min(depth)).sum();
-        keys.reset(most_keys);
+        keys.reset(most_keys, cancel)?;
         if self.keys.len() <= most_keys {
-            self.keys.resize(most_keys + 1, KeyInfo::default());
+            cancel::resize(&mut self.keys, most_keys + 1, KeyInfo::default(), cancel)?;
         }
         let check = p.duplicates != Duplicates::Sum;
         self.dense = check && self.read.len() <= DENSE_MAX_LISTS;
         self.stride = self.read.len();
         if self.dense {
+            // (The scan writes every slot it reads: no value needs keeping. Zeroed memory costs
+            // nothing until touched.)
             let room = most_keys * self.stride;
             if self.slot_values.len() < room {
-                self.slot_values.resize(room, 0.0);
+                self.slot_values = vec![0.0; room];
             }
             if self.record && self.slot_occurrences.len() < room {
-                self.slot_occurrences.resize(room, (0, 0));
+                self.slot_occurrences = vec![(0, 0); room];
             }
             return if self.stride == 2 {
-                self.scan_dense::<true, S>(keys, plan, depth)
+                self.scan_dense::<true, S>(keys, plan, depth, cancel)
             } else {
-                self.scan_dense::<false, S>(keys, plan, depth)
+                self.scan_dense::<false, S>(keys, plan, depth, cancel)
             };
         }
         let bits = self.read.len() <= 64;
-        for position in 0..depth {
-            for (slot, &list) in self.read.iter().enumerate() {
-                if position >= keys.len(list) {
-                    continue;
-                }
-                let next = self.n_keys as u32;
-                let Some(found) = keys.find(list, position, next)? else {
-                    continue;
-                };
-                let id = found.id;
-                if id == next {
-                    self.keys[self.n_keys] = KeyInfo {
-                        key: found.key,
-                        seen: 0,
-                        first: (list as u32, position as u32),
-                    };
-                    self.n_keys += 1;
-                }
-                if check {
-                    let repeated = if bits {
-                        let mask = 1u64 << slot;
-                        let b = &mut self.keys[id as usize].seen;
-                        let repeated = *b & mask != 0;
-                        *b |= mask;
-                        repeated
-                    } else {
-                        !self.seen_set.insert((id, slot as u32))
-                    };
-                    if repeated {
-                        if p.duplicates == Duplicates::Error {
-                            return Err(duplicate(list, position).into());
-                        }
+        for block in blocks(depth, POLL_POSITIONS) {
+            if cancel.poll() {
+                return Err(interrupted().into());
+            }
+            for position in block {
+                for (slot, &list) in self.read.iter().enumerate() {
+                    if position >= keys.len(list) {
                         continue;
                     }
+                    let next = self.n_keys as u32;
+                    let Some(found) = keys.find(list, position, next)? else {
+                        continue;
+                    };
+                    let id = found.id;
+                    if id == next {
+                        self.keys[self.n_keys] = KeyInfo {
+                            key: found.key,
+                            seen: 0,
+                            first: (list as u32, position as u32),
+                        };
+                        self.n_keys += 1;
+                    }
+                    if check {
+                        let repeated = if bits {
+                            let mask = 1u64 << slot;
+                            let b = &mut self.keys[id as usize].seen;
+                            let repeated = *b & mask != 0;
+                            *b |= mask;
+                            repeated
+                        } else {
+                            !self.seen_set.insert((id, slot as u32))
+                        };
+                        if repeated {
+                            if p.duplicates == Duplicates::Error {
+                                return Err(duplicate(list, position).into());
+                            }
+                            continue;
+                        }
+                    }
+                    self.occurrences.push(Occurrence {
+                        key: id,
+                        list: list as u32,
+                        position: position as u32,
+                    });
                 }
-                self.occurrences.push(Occurrence {
-                    key: id,
-                    list: list as u32,
-                    position: position as u32,
-                });
             }
         }
         Ok(())
@@ -410,6 +496,7 @@ impl Workspace {
         keys: &mut S,
         plan: &Plan,
         depth: usize,
+        cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
         let stride = self.stride;
         let keep_bits = !PAIR || self.record || self.count_present;
@@ -420,50 +507,59 @@ impl Workspace {
         let mut read = [0usize; DENSE_MAX_LISTS];
         read[..n_read].copy_from_slice(&self.read[..n_read]);
         let mut n_keys = 0;
-        for position in 0..depth {
-            for (slot, &list) in read[..n_read].iter().enumerate() {
-                if position >= keys.len(list) {
-                    continue;
-                }
-                let next = n_keys as u32;
-                let Some(found) = keys.find(list, position, next)? else {
-                    continue;
-                };
-                let (id, at) = (found.id, found.at);
-                let mask = 1 << slot;
-                let new = id == next;
-                self.keys[n_keys] = KeyInfo {
-                    key: found.key,
-                    seen: 0,
-                    first: (list as u32, position as u32),
-                };
-                n_keys += new as usize;
-                let seen = keys.seen(at);
-                if seen & mask != 0 {
-                    if error_on_repeat {
-                        return Err(duplicate(list, position).into());
+        self.skipped.clear();
+        self.skipped.resize(n_read, 0);
+        for block in blocks(depth, POLL_POSITIONS) {
+            if cancel.poll() {
+                return Err(interrupted().into());
+            }
+            for position in block {
+                for (slot, &list) in read[..n_read].iter().enumerate() {
+                    if position >= keys.len(list) {
+                        continue;
                     }
-                    continue;
-                }
-                keys.set_seen(at, seen | mask);
-                let c = plan.contribution(list, position);
-                // With two lists a key not new has exactly the other list's bit.
-                let filled = if PAIR {
-                    !new as usize
-                } else {
-                    ones(u64::from(seen))
-                };
-                let at = id as usize * stride + filled;
-                if PAIR {
-                    // New: [c, +0.0]. Seen in the other list already: [first, c].
-                    self.slot_values[at - filled + 1] = if new { 0.0 } else { c };
-                }
-                self.slot_values[at] = c;
-                if keep_bits {
-                    self.keys[id as usize].seen = u64::from(seen | mask);
-                }
-                if keep_occurrences {
-                    self.slot_occurrences[at] = (list as u32, position as u32);
+                    let next = n_keys as u32;
+                    let Some(found) = keys.find(list, position, next)? else {
+                        self.skipped[slot] += 1;
+                        continue;
+                    };
+                    let (id, at) = (found.id, found.at);
+                    let mask = 1 << slot;
+                    let new = id == next;
+                    self.keys[n_keys] = KeyInfo {
+                        key: found.key,
+                        seen: 0,
+                        first: (list as u32, position as u32),
+                    };
+                    n_keys += new as usize;
+                    let seen = keys.seen(at);
+                    if seen & mask != 0 {
+                        if error_on_repeat {
+                            return Err(duplicate(list, position).into());
+                        }
+                        self.skipped[slot] += 1;
+                        continue;
+                    }
+                    keys.set_seen(at, seen | mask);
+                    let c = plan.contribution(list, position);
+                    // With two lists a key not new has exactly the other list's bit.
+                    let filled = if PAIR {
+                        !new as usize
+                    } else {
+                        ones(u64::from(seen))
+                    };
+                    let at = id as usize * stride + filled;
+                    if PAIR {
+                        // New: [c, +0.0]. Seen in the other list already: [first, c].
+                        self.slot_values[at - filled + 1] = if new { 0.0 } else { c };
+                    }
+                    self.slot_values[at] = c;
+                    if keep_bits {
+                        self.keys[id as usize].seen = u64::from(seen | mask);
+                    }
+                    if keep_occurrences {
+                        self.slot_occurrences[at] = (list as u32, position as u32);
+                    }
                 }
             }
         }
@@ -479,7 +575,7 @@ impl Workspace {
 
     /// Scores RRF, RBC and the ISR family: every key's contributions (rank values) added
     /// canonically, times the ISR family's factor.
-    fn score_keys(&mut self, plan: &Plan) -> Result<(), Error> {
+    fn score_keys(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
         let n_keys = self.n_keys;
         self.scores.clear();
         self.sums.clear();
@@ -488,55 +584,66 @@ impl Workspace {
             // Without a branch on which: a missing second one is +0.0, and the canonical sum of
             // (a, +0.0) is bit for bit that of (a) (a sum started at +0.0 is never -0.0, so
             // adding +0.0 changes nothing).
-            for key in 0..n_keys {
-                let at = key * 2;
-                let (a, b) = (self.slot_values[at], self.slot_values[at + 1]);
-                let (lo, hi) = if b < a { (b, a) } else { (a, b) };
-                let present = if self.count_present {
-                    self.count(key)
-                } else {
-                    0
-                };
-                self.push_score(key, 0.0 + lo + hi, plan, present)?;
+            for block in blocks(n_keys, POLL_KEYS) {
+                cancel.check()?;
+                for key in block {
+                    let at = key * 2;
+                    let (a, b) = (self.slot_values[at], self.slot_values[at + 1]);
+                    let (lo, hi) = if b < a { (b, a) } else { (a, b) };
+                    let present = if self.count_present {
+                        self.count(key)
+                    } else {
+                        0
+                    };
+                    self.push_score(key, 0.0 + lo + hi, plan, present)?;
+                }
             }
             return Ok(());
         }
         if self.dense {
-            for key in 0..n_keys {
-                let at = key * self.stride;
-                let n = self.count(key);
-                let values = &mut self.slot_values[at..at + n];
-                let s = match values {
-                    [a] => 0.0 + *a,
-                    _ => canonical_sum(values),
-                };
-                self.push_score(key, s, plan, n)?;
+            for block in blocks(n_keys, POLL_KEYS) {
+                cancel.check()?;
+                for key in block {
+                    let at = key * self.stride;
+                    let n = self.count(key);
+                    let values = &mut self.slot_values[at..at + n];
+                    let s = match values {
+                        [a] => 0.0 + *a,
+                        _ => canonical_sum(values),
+                    };
+                    self.push_score(key, s, plan, n)?;
+                }
             }
             return Ok(());
         }
         self.group();
         let mut lists = Vec::new();
-        for key in 0..n_keys {
-            let occs = &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
-            let value = |o: &Occurrence| plan.contribution(o.list as usize, o.position as usize);
-            let s = match occs {
-                [a] => 0.0 + value(a),
-                _ => {
-                    self.values.clear();
-                    self.values.extend(occs.iter().map(value));
-                    canonical_sum(&mut self.values)
-                }
-            };
-            let present = if self.count_present {
-                lists.clear();
-                lists.extend(occs.iter().map(|o| o.list));
-                lists.sort_unstable();
-                lists.dedup();
-                lists.len()
-            } else {
-                0
-            };
-            self.push_score(key, s, plan, present)?;
+        for block in blocks(n_keys, POLL_KEYS) {
+            cancel.check()?;
+            for key in block {
+                let occs =
+                    &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
+                let value =
+                    |o: &Occurrence| plan.contribution(o.list as usize, o.position as usize);
+                let s = match occs {
+                    [a] => 0.0 + value(a),
+                    _ => {
+                        self.values.clear();
+                        self.values.extend(occs.iter().map(value));
+                        canonical_sum(&mut self.values)
+                    }
+                };
+                let present = if self.count_present {
+                    lists.clear();
+                    lists.extend(occs.iter().map(|o| o.list));
+                    lists.sort_unstable();
+                    lists.dedup();
+                    lists.len()
+                } else {
+                    0
+                };
+                self.push_score(key, s, plan, present)?;
+            }
         }
         Ok(())
     }
@@ -639,11 +746,20 @@ impl Workspace {
     /// [`Workspace::rank_groups`]), and keeps the page `[offset, offset + limit)`. Only the page
     /// is sorted fully when a limit is given.
     pub fn rank(&mut self, plan: &Plan) {
+        // `Cancel::none()` never stops: the ranking always completes.
+        let _ = self.rank_cancellable(plan, &Cancel::none());
+    }
+
+    /// [`Workspace::rank`] that `cancel` can stop (`Problem::Interrupted`, the page left empty):
+    /// it is polled between pieces of the sorts (see [`cancel::sort_unstable_by_key`]).
+    pub fn rank_cancellable(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
         let p = &plan.params;
         let n_keys = self.scores.len();
         self.page.clear();
-        match p.tie_break {
-            TieBreak::BestRank if p.limit.is_none() && n_keys < 1 << 31 => self.rank_all(plan),
+        let ranked = match p.tie_break {
+            TieBreak::BestRank if p.limit.is_none() && n_keys < 1 << 31 => {
+                self.rank_all(plan, cancel)
+            }
             TieBreak::BestRank => {
                 // Sort keys: the score's sort bits, then the id (unique: never equal).
                 let mut order = std::mem::take(&mut self.order);
@@ -655,16 +771,20 @@ impl Workspace {
                     }
                 }
                 let end = page_end(p.offset, p.limit, order.len());
+                let mut sorted = Ok(());
                 if p.offset < end {
                     if end < order.len() {
                         order.select_nth_unstable(end - 1);
                         order.truncate(end);
                     }
-                    order.sort_unstable();
-                    self.page
-                        .extend(order[p.offset..].iter().map(|&e| e as u32));
+                    sorted = cancel::sort_unstable_by_key(&mut order, &|&e| e, cancel);
+                    if sorted.is_ok() {
+                        self.page
+                            .extend(order[p.offset..].iter().map(|&e| e as u32));
+                    }
                 }
                 self.order = order;
+                sorted
             }
             TieBreak::Key => {
                 // By score bits, then by key (keys are unique within a query).
@@ -687,17 +807,22 @@ impl Workspace {
                     }
                     page.truncate(end);
                 }
-                page.sort_unstable_by_key(sort_key);
+                let sorted = cancel::sort_unstable_by_key(&mut page, &sort_key, cancel);
                 page.drain(..p.offset.min(page.len()));
                 self.page = page;
+                sorted
             }
+        };
+        if ranked.is_err() {
+            self.page.clear();
         }
+        ranked
     }
 
     /// `rank` for the whole order with ties by first appearance: sorts u64 keys (the score's
     /// sort bits with the low bits replaced by the key id) rather than u128, then re-sorts, with
     /// the full score, each run of keys whose scores agree on every bit but those low ones.
-    fn rank_all(&mut self, plan: &Plan) {
+    fn rank_all(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
         let p = &plan.params;
         let n = self.scores.len() as u64;
         let bits = (64 - n.leading_zeros()).max(1);
@@ -713,7 +838,7 @@ impl Workspace {
             }
             packed.push((descending_bits(by[id]) & !low) | id as u64);
         }
-        packed.sort_unstable();
+        let sorted = cancel::sort_unstable_by_key(&mut packed, &|&x| x, cancel);
         // Usually the order by the high bits is already the order by the full scores (exact
         // ties are in id order by construction): one check of every neighbouring pair, with no
         // branch to mispredict, and the groups below are only walked when it fails.
@@ -722,9 +847,10 @@ impl Workspace {
         for pair in packed.windows(2) {
             ordered &= full(pair[0]) <= full(pair[1]);
         }
-        if !ordered {
+        let mut sorted = sorted;
+        if !ordered && sorted.is_ok() {
             let mut start = 0;
-            while start < packed.len() {
+            while start < packed.len() && sorted.is_ok() {
                 let head = packed[start] & !low;
                 let mut end = start + 1;
                 while end < packed.len() && packed[end] & !low == head {
@@ -739,7 +865,7 @@ impl Workspace {
                             .iter()
                             .map(|&x| (full(x) as u128) << 64 | (x & low) as u128),
                     );
-                    order.sort_unstable();
+                    sorted = cancel::sort_unstable_by_key(&mut order, &|&e| e, cancel);
                     for (slot, &e) in packed[start..end].iter_mut().zip(&order) {
                         *slot = e as u64; // the id
                     }
@@ -748,20 +874,25 @@ impl Workspace {
                 start = end;
             }
         }
-        self.page
-            .extend(packed.iter().skip(p.offset).map(|&x| (x & low) as u32));
+        if sorted.is_ok() {
+            self.page
+                .extend(packed.iter().skip(p.offset).map(|&x| (x & low) as u32));
+        }
         self.order = order;
         self.packed = packed;
+        sorted
     }
 
     /// Step 3 with tied keys ordered by the caller: like [`Workspace::rank`] with ties by first
     /// appearance, then `sort(group, firsts)` reorders every group of two or more keys of exactly
     /// equal score (ordering value), each group in order from the best, *before* the page is cut
     /// (so it sees the same groups whatever the page); `firsts` gives a key's first occurrence.
-    /// `sort`'s error stops the ranking.
-    pub fn rank_groups<E>(
+    /// `sort`'s error stops the ranking, and so does `cancel` (polled between pieces of the sort
+    /// of all keys).
+    pub fn rank_groups<E: From<Error>>(
         &mut self,
         plan: &Plan,
+        cancel: &Cancel<'_>,
         mut sort: impl FnMut(&mut [u32], &Firsts<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let p = &plan.params;
@@ -773,8 +904,11 @@ impl Workspace {
                 order.push((descending_bits(by[id]) as u128) << 64 | id as u128);
             }
         }
-        order.sort_unstable();
         self.page.clear();
+        if let Err(e) = cancel::sort_unstable_by_key(&mut order, &|&e| e, cancel) {
+            self.order = order;
+            return Err(e.into());
+        }
         self.page.extend(order.iter().map(|&e| e as u32));
         let mut start = 0;
         while start < order.len() {

@@ -11,6 +11,7 @@ use std::hash::{BuildHasher, Hash};
 
 use hashbrown::HashMap;
 
+use crate::cancel::{self, Cancel};
 use crate::error::Error;
 
 /// The key at one place of the input, as the scan needs it.
@@ -30,8 +31,9 @@ pub trait KeySource {
     type Error: From<Error>;
     /// The length of list `list`, holes included.
     fn len(&self, list: usize) -> usize;
-    /// Makes room for at most `n` distinct keys; forgets the previous query's.
-    fn reset(&mut self, n: usize);
+    /// Makes room for at most `n` distinct keys; forgets the previous query's. `cancel` may stop
+    /// the growth of a large table (`Problem::Interrupted`).
+    fn reset(&mut self, n: usize, cancel: &Cancel<'_>) -> Result<(), Error>;
     /// The key at (`list`, `position`), or `None` for a hole. A key not met before in this
     /// query gets the id `next` (the number of distinct keys met so far) and no seen-lists bits.
     fn find(
@@ -82,11 +84,14 @@ impl Default for IdTable {
 }
 
 impl IdTable {
-    /// Empties the table for at most `n` keys.
-    pub fn reset(&mut self, n: usize) {
+    /// Empties the table for at most `n` keys (a larger table is filled in pieces, `cancel`
+    /// polled between them: `Problem::Interrupted` leaves the table empty).
+    pub fn reset(&mut self, n: usize, cancel: &Cancel<'_>) -> Result<(), Error> {
         let capacity = (n.max(8) * 3 / 2).next_power_of_two();
         if capacity > self.slots.len() {
-            self.slots = vec![Slot::default(); capacity];
+            self.slots.clear();
+            self.mask = 0;
+            cancel::resize(&mut self.slots, capacity, Slot::default(), cancel)?;
             self.generation = 0;
         }
         self.generation += 1;
@@ -96,6 +101,7 @@ impl IdTable {
         }
         // A smaller mask for a small row keeps its probes in a few cache lines.
         self.mask = capacity - 1;
+        Ok(())
     }
 
     #[inline]
@@ -160,8 +166,8 @@ impl KeySource for Rows<'_> {
         self.rows[list].len()
     }
 
-    fn reset(&mut self, n: usize) {
-        self.table.reset(n);
+    fn reset(&mut self, n: usize, cancel: &Cancel<'_>) -> Result<(), Error> {
+        self.table.reset(n, cancel)
     }
 
     #[inline]
@@ -216,9 +222,10 @@ impl<E: From<Error>, F: FnMut(usize, usize, u32) -> Result<u32, E>> KeySource fo
         self.lens[list]
     }
 
-    fn reset(&mut self, n: usize) {
+    fn reset(&mut self, n: usize, _: &Cancel<'_>) -> Result<(), Error> {
         self.seen.clear();
-        self.seen.resize(n, 0);
+        self.seen.resize(n, 0); // one byte per key
+        Ok(())
     }
 
     #[inline]
@@ -283,11 +290,12 @@ mod tests {
 
     #[test]
     fn the_id_table_forgets_every_row_across_the_generation_wrap() {
+        let none = Cancel::none();
         let mut t = IdTable::default();
-        t.reset(4);
+        t.reset(4, &none).unwrap();
         t.generation = GENERATIONS - 2;
         for round in 0..4u32 {
-            t.reset(4);
+            t.reset(4, &none).unwrap();
             // Fresh ids from 0 every row, whatever the previous rows held.
             for (n, key) in [7, 8, 7, 9].into_iter().enumerate() {
                 let (slot, id) = t.slot_of_key(key, n as u32);

@@ -26,6 +26,7 @@ pub use method::Scores;
 pub use params::{Duplicates, Method, Norm, Params, Plan, TieBreak};
 pub use trace::{Contribution, Trace};
 
+use crate::cancel::Cancel;
 use crate::error::Result;
 
 /// The hasher of the core's hash tables (seeded per process).
@@ -76,11 +77,10 @@ pub fn rrf<K: Hash + Eq + Ord>(lists: &[&[K]], params: &Params) -> Result<Vec<Hi
         TieBreak::BestRank => ws.rank(&plan),
         TieBreak::Key => {
             let key = |firsts: &engine::Firsts<'_>, id: u32| interner.key(firsts.get(id));
-            ws.rank_groups(&plan, |group, firsts| {
+            ws.rank_groups(&plan, &Cancel::none(), |group, firsts| {
                 group.sort_by(|&a, &b| key(firsts, a).cmp(key(firsts, b)));
-                Ok::<(), std::convert::Infallible>(())
-            })
-            .unwrap_or_else(|never| match never {});
+                Ok::<(), crate::Error>(())
+            })?;
         }
     }
     Ok(ws

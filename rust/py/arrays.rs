@@ -140,14 +140,28 @@ impl IdArray<'_> {
         IdMatrix::new(data, self.rows, self.cols)
             .ok_or_else(|| PyRuntimeError::new_err("an id array does not match its shape"))
     }
+
+    /// Drops the array, a copy on another thread (see `crate::pool::free_later`).
+    pub fn free_later(self) {
+        if let Ids::Copied(copy) = self.ids {
+            crate::pool::free_later(copy);
+        }
+    }
 }
 
 /// A copy of `ids`, in a buffer marked for huge pages (see `crate::memory`): fresh memory
-/// costs a page fault per 4 KiB page otherwise, a sizeable part of the copy.
-fn copy_ids(ids: &[i64]) -> Vec<i64> {
+/// costs a page fault per 4 KiB page otherwise, a sizeable part of the copy. Signals are
+/// checked between pieces of it (a huge array takes a while to copy, with the GIL held).
+fn copy_ids(py: Python<'_>, ids: &[i64]) -> PyResult<Vec<i64>> {
+    const PIECE: usize = 1 << 20;
     let mut copy: Vec<i64> = memory::vec_with_capacity(ids.len());
-    copy.extend_from_slice(ids);
-    copy
+    for piece in ids.chunks(PIECE) {
+        if piece.len() == PIECE {
+            py.check_signals()?;
+        }
+        copy.extend_from_slice(piece);
+    }
+    Ok(copy)
 }
 
 /// A 2-D integer array whose dtype widens to int64 without loss (int8..int64, uint8..uint32),
@@ -191,9 +205,10 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
             .try_readonly()
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         let copy = copy_ids(
+            py,
             ro.as_slice()
                 .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-        );
+        )?;
         return Ok(IdArray {
             ids: Ids::Copied(copy),
             rows,
@@ -238,6 +253,10 @@ pub fn float_matrix(value: &Bound<'_, PyAny>, name: &str) -> PyResult<(Vec<f64>,
     let array = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
     let shape = (array.shape()[0], array.shape()[1]);
     let converted = contiguous(&array, "float64")?;
-    let data = slice(&borrow::<f64>(&converted)?)?.to_vec();
+    let source = borrow::<f64>(&converted)?;
+    let source = slice(&source)?;
+    // Huge pages, as for the ids (`copy_ids`): fresh memory faults per 4 KiB page otherwise.
+    let mut data: Vec<f64> = memory::vec_with_capacity(source.len());
+    data.extend_from_slice(source);
     Ok((data, shape))
 }

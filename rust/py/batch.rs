@@ -20,8 +20,10 @@ use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
 use super::errors::core_error;
 use super::results::BATCH_RESULT;
 use super::rrf::query_plan;
+use super::signals::Signals;
 use crate::batch::{self, Extra, Output};
 use crate::fusion::{params, Hasher, Params};
+use crate::pool;
 
 /// `lists`: 2-D id arrays with the same number of rows.
 fn id_arrays<'py>(lists: &Bound<'py, PyAny>, name: &str) -> PyResult<Vec<IdArray<'py>>> {
@@ -74,7 +76,7 @@ fn boost_ids(boost: &Bound<'_, PyDict>) -> PyResult<HashMap<i64, f64, Hasher>> {
 fn fuse_rows<'py>(
     py: Python<'py>,
     arrays: Vec<IdArray<'py>>,
-    scores: &[Option<Vec<f64>>],
+    scores: Vec<Option<Vec<f64>>>,
     pad: i64,
     params: &Params,
     boost: Option<&HashMap<i64, f64, Hasher>>,
@@ -92,11 +94,24 @@ fn fuse_rows<'py>(
         scores: &score_slices,
         boost,
     };
-    let fused = py
-        .detach(|| batch::fuse_batch(&matrices, extra, &plan, pad, trace, n_threads))
-        .map_err(|e| core_error(py, e, None))?;
+    let signals = Signals::new(py)?;
+    let cancel = signals.cancel();
+    let fused =
+        py.detach(|| batch::fuse_batch(&matrices, extra, &plan, pad, trace, n_threads, &cancel));
     drop(matrices);
-    drop(arrays);
+    if fused.is_err() {
+        // The call raises at once: its copies of the input, up to gigabytes, are freed on
+        // another thread.
+        for a in arrays {
+            a.free_later();
+        }
+        pool::free_later(scores);
+    } else {
+        drop(arrays);
+        drop(scores);
+    }
+    signals.raise()?;
+    let fused = fused.map_err(|e| core_error(py, e, None))?;
 
     let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
     let ids = new_array(py, "empty", &[q, w], "int64")?.cast_into::<PyArray2<i64>>()?;
@@ -157,7 +172,14 @@ fn fuse_rows<'py>(
                 .transpose()
                 .map_err(slice)?,
         };
-        py.detach(|| fused.write(out));
+        let written = py.detach(|| fused.write(out, &cancel));
+        if written.is_err() {
+            pool::free_later(fused); // as the copies above
+        } else {
+            drop(fused);
+        }
+        signals.raise()?;
+        written.map_err(|e| core_error(py, e, None))?;
     }
     let none = || py.None().into_bound(py);
     let mut fields = vec![
@@ -226,7 +248,17 @@ pub fn rrf_batch<'py>(
     )?;
     let trace = trace.or(false, |v| flag(v, "trace"))?;
     let n_threads = thread_count(threads)?;
-    fuse_rows(py, arrays, &[], pad, &params, None, trace, n_threads, false)
+    fuse_rows(
+        py,
+        arrays,
+        Vec::new(),
+        pad,
+        &params,
+        None,
+        trace,
+        n_threads,
+        false,
+    )
 }
 
 /// `fuse` of Q queries at once: row q of the result is `fuse` of row q of every list, bit for
@@ -340,7 +372,7 @@ pub fn fuse_batch<'py>(
     fuse_rows(
         py,
         arrays,
-        &score_data,
+        score_data,
         pad,
         &params,
         boost.as_ref(),
@@ -377,8 +409,19 @@ pub fn _bare_loop(
     let plan = crate::fusion::Params::default()
         .plan(matrices.len())
         .map_err(|e| core_error(py, e, None))?;
+    let none = crate::cancel::Cancel::none();
     let fused = py
-        .detach(|| batch::fuse_batch(&matrices, Extra::default(), &plan, -1, false, n_threads))
+        .detach(|| {
+            batch::fuse_batch(
+                &matrices,
+                Extra::default(),
+                &plan,
+                -1,
+                false,
+                n_threads,
+                &none,
+            )
+        })
         .map_err(|e| core_error(py, e, None))?;
     let (q, w) = (fused.rows(), fused.width());
     let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
@@ -394,15 +437,19 @@ pub fn _bare_loop(
                         -1,
                         false,
                         n_threads,
+                        &none,
                     )?;
-                    fused.write(Output {
-                        ids: &mut ids,
-                        scores: &mut scores,
-                        counts: &mut counts,
-                        ranks: None,
-                        contributions: None,
-                        normalized: None,
-                    });
+                    fused.write(
+                        Output {
+                            ids: &mut ids,
+                            scores: &mut scores,
+                            counts: &mut counts,
+                            ranks: None,
+                            contributions: None,
+                            normalized: None,
+                        },
+                        &none,
+                    )?;
                     Ok(t.elapsed().as_secs_f64())
                 })
                 .collect::<Result<Vec<f64>, crate::Error>>()

@@ -72,6 +72,9 @@ fn exception(
     key: &mut dyn FnMut(&KeyRef) -> String,
     path: Option<&Bound<'_, PyAny>>,
 ) -> PyErr {
+    if e.problem == Problem::Interrupted {
+        return super::signals::interrupted();
+    }
     let mut render = |b: &[u8]| text_repr(py, b);
     let message = e.message(key, &mut render);
     if let Problem::Malformed(_) = e.problem {

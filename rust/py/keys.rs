@@ -9,30 +9,42 @@ use pyo3::{ffi, Borrowed};
 
 use super::args::repr;
 
+/// Signals are checked every this many items read by [`exact_ints`] (and slots of a
+/// [`PyInterner`] filled).
+const SIGNALS_EVERY: usize = 1 << 16;
+
 /// The first `read[i]` items of every list as i64, when each is an exact `int` that fits in
-/// i64; `None` as soon as another key is met.
-pub fn exact_ints(lists: &[Bound<'_, PyTuple>], read: &[usize]) -> Option<Vec<Vec<i64>>> {
+/// i64; `None` as soon as another key is met. Signals are checked as it goes (a signal
+/// handler's exception is the error).
+pub fn exact_ints(
+    py: Python<'_>,
+    lists: &[Bound<'_, PyTuple>],
+    read: &[usize],
+) -> PyResult<Option<Vec<Vec<i64>>>> {
     let mut out = Vec::with_capacity(lists.len());
     for (list, &n) in lists.iter().zip(read) {
         let mut ints = Vec::with_capacity(n);
         for i in 0..n {
+            if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
+                py.check_signals()?;
+            }
             // SAFETY: i < n <= len.
             let item = unsafe { list.get_borrowed_item_unchecked(i) };
             if !item.is_exact_instance_of::<PyInt>() {
-                return None;
+                return Ok(None);
             }
             let mut overflow = 0;
             // SAFETY: an exact int, GIL held. Overflow is reported through `overflow` (no
             // exception is set) and sends us to the Python path; an exact int raises nothing else.
             let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
             if overflow != 0 {
-                return None;
+                return Ok(None);
             }
             ints.push(v);
         }
         out.push(ints);
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -54,16 +66,25 @@ pub struct PyInterner<'a, 'py> {
 }
 
 impl<'a, 'py> PyInterner<'a, 'py> {
-    pub fn new(lists: &'a [Bound<'py, PyTuple>]) -> Self {
+    /// An interner for the items of `lists`. Its table is filled in pieces, signals checked
+    /// between them (a handler's exception is the error).
+    pub fn new(py: Python<'py>, lists: &'a [Bound<'py, PyTuple>]) -> PyResult<Self> {
         let n: usize = lists.iter().map(|l| l.len()).sum();
         // At most half full.
         let size = (2 * n).next_power_of_two().max(16);
-        PyInterner {
+        let mut slots = Vec::with_capacity(size);
+        while slots.len() < size {
+            if !slots.is_empty() {
+                py.check_signals()?;
+            }
+            slots.resize(size.min(slots.len() + SIGNALS_EVERY), None);
+        }
+        Ok(PyInterner {
             lists,
-            slots: vec![None; size],
+            slots,
             bits: size.trailing_zeros(),
             n_keys: 0,
-        }
+        })
     }
 
     /// The id of the item at (`list`, `position`): its key's, or the number of keys interned

@@ -14,6 +14,7 @@ mod optimize;
 mod results;
 mod revalidate;
 mod rrf;
+mod signals;
 mod trec;
 
 use pyo3::prelude::*;

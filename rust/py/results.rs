@@ -457,6 +457,27 @@ impl Spec {
         py: Python<'py>,
         values: impl IntoIterator<Item = Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.make_tracked(py, values, true)
+    }
+
+    /// [`Spec::make`] for fields that are all atomic (see [`is_atomic`]): such a record cannot
+    /// be part of a reference cycle, so it is not tracked by the cyclic collector, as CPython
+    /// does not track such tuples: collections never traverse it (a page of millions of hits
+    /// would otherwise make collections of seconds, in which signals wait too).
+    pub fn make_atomic<'py>(
+        &'static self,
+        py: Python<'py>,
+        values: impl IntoIterator<Item = Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.make_tracked(py, values, false)
+    }
+
+    fn make_tracked<'py>(
+        &'static self,
+        py: Python<'py>,
+        values: impl IntoIterator<Item = Bound<'py, PyAny>>,
+        tracked: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let ty = self.ty_object(py)?;
         let n = self.fields.len();
         let offset = items_offset(py)?;
@@ -471,8 +492,7 @@ impl Spec {
                 Some(p) => {
                     let obj = p as *mut ffi::PyObject;
                     ffi::Py_INCREF(obj);
-                    ffi::PyObject_GC_Track(obj.cast());
-                    obj
+                    obj // tracked below, once its fields are set, unless they are atomic
                 }
                 None => ffi::PyType_GenericAlloc(ty.as_ptr().cast(), n as ffi::Py_ssize_t),
             };
@@ -493,9 +513,31 @@ impl Spec {
                 *items.add(i) = py.None().into_ptr();
             }
             (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
+            // A new object is tracked already; a reused one is tracked once its fields are
+            // set. (Untracking twice, again in `dealloc`, is allowed.)
+            match (reused.is_some(), tracked) {
+                (true, true) => ffi::PyObject_GC_Track(obj.as_ptr().cast()),
+                (false, false) => ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()),
+                _ => {}
+            }
             Ok(obj)
         }
     }
+}
+
+/// Whether `item` is an exact str, int, float, bytes or bool, or None: an object that holds no
+/// reference to another.
+pub fn is_atomic(item: &Bound<'_, PyAny>) -> bool {
+    let item = item.as_ptr();
+    // SAFETY: a live object (a `Bound`), the GIL held; the type objects are static.
+    let ty = unsafe { ffi::Py_TYPE(item) };
+    // SAFETY: as above.
+    item == unsafe { ffi::Py_None() }
+        || ty == &raw mut ffi::PyUnicode_Type
+        || ty == &raw mut ffi::PyLong_Type
+        || ty == &raw mut ffi::PyFloat_Type
+        || ty == &raw mut ffi::PyBool_Type
+        || ty == &raw mut ffi::PyBytes_Type
 }
 
 /// Where a tuple's items start (`tuple.__basicsize__`: 24 bytes on 64-bit CPython up to 3.13;

@@ -16,6 +16,7 @@ use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
 use super::arrays::{borrow, contiguous, matrix, numpy, shape, slice};
 use super::keys::{exact_ints, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
+use super::signals::Signals;
 use crate::revalidate::{self as core, Plan};
 
 fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -167,10 +168,10 @@ fn extract_candidates<'py>(
 /// The dedup plan: exact-int ids hashed in Rust, any other ids interned with Python's hash/==.
 fn plan_ids(ids: &Bound<'_, PyTuple>) -> PyResult<Plan> {
     let lists = std::slice::from_ref(ids);
-    if let Some(ints) = exact_ints(lists, &[ids.len()]) {
+    if let Some(ints) = exact_ints(ids.py(), lists, &[ids.len()])? {
         return Ok(core::plan(&ints[0])?);
     }
-    let mut interner = PyInterner::new(lists);
+    let mut interner = PyInterner::new(ids.py(), lists)?;
     core::plan_with(ids.len(), |i| interner.intern(0, i))
 }
 
@@ -429,7 +430,11 @@ fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
     is_live: &Bound<'py, PyAny>,
     limit: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut plan = py.detach(|| batch.plan())?;
+    let signals = Signals::new(py)?;
+    let cancel = signals.cancel();
+    let plan = py.detach(|| batch.plan(&cancel));
+    signals.raise()?;
+    let mut plan = plan?;
     let live = if plan.unique.is_empty() || limit == Some(0) {
         Vec::new()
     } else {
@@ -438,7 +443,12 @@ fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
         let answer = is_live.call1((PyArray1::from_vec(py, unique),))?;
         live_mask(&answer, n_unique)?
     };
-    let out = py.detach(|| core::compact(batch, &plan, &live, limit));
+    let out = py.detach(|| core::compact(batch, &plan, &live, limit, &cancel));
+    if out.is_err() {
+        crate::pool::free_later(plan); // a large plan takes a while to free
+    }
+    signals.raise()?;
+    let out = out?;
     let shape = (out.counts.len(), out.width);
     let to_py = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
     let ids = Array2::from_shape_vec(shape, out.ids).map_err(to_py)?;

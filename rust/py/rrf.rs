@@ -11,7 +11,8 @@ use super::args::{
 };
 use super::errors::fusion_error;
 use super::keys::{exact_ints, PyInterner};
-use super::results::{CONTRIBUTION, HIT};
+use super::results::{is_atomic, CONTRIBUTION, HIT};
+use super::signals::{self, Signals};
 use crate::error::Error;
 use crate::fusion::params::{self, Params, Plan, TieBreak};
 use crate::fusion::{IdTable, Interned, Rows, Scores, Trace, Workspace};
@@ -25,11 +26,29 @@ pub struct Query<'py> {
 
 /// `lists`: an iterable of iterables of keys.
 pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-    as_tuple(lists, "lists")?
-        .iter()
-        .enumerate()
-        .map(|(i, l)| as_tuple(&l, &format!("lists[{i}]")))
-        .collect()
+    let py = lists.py();
+    let mut out = Vec::new();
+    let mut items = 0;
+    let mut interrupted = None;
+    for (i, l) in as_tuple(lists, "lists")?.iter().enumerate() {
+        let l = as_tuple(&l, &format!("lists[{i}]"))?;
+        items += l.len();
+        out.push(l);
+        // Long lists take a while to copy: signals are checked between them.
+        if items >= DETACH_MIN_ITEMS {
+            if let Err(e) = py.check_signals() {
+                interrupted = Some(e);
+                break;
+            }
+        }
+    }
+    match interrupted {
+        None => Ok(out),
+        Some(e) => {
+            signals::free_later(py, out.into_iter().map(|l| l.into_any().unbind()).collect());
+            Err(e)
+        }
+    }
 }
 
 /// `scores=`: per list, None or the list's raw scores (reals, not NaN), aligned with the list. A
@@ -81,9 +100,22 @@ fn raw_scores(
             )));
         }
         let mut raw = Vec::with_capacity(values.len());
+        let mut interrupted = None;
         for (j, x) in values.iter().enumerate() {
+            // A long list, read with the GIL held: signals are checked as it goes.
+            if j % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
+                if let Err(e) = x.py().check_signals() {
+                    interrupted = Some(e);
+                    break;
+                }
+            }
             let name = format!("{name}[{j}]");
             raw.push(params::raw_score(&name, real(&x, &name)?, read)?);
+        }
+        if let Some(e) = interrupted {
+            // Raised at once: the copy of the list is freed on another thread.
+            signals::free_later(values.py(), vec![values.into_any().unbind()]);
+            return Err(e);
         }
         raw_scores[i] = Some(raw);
     }
@@ -126,8 +158,12 @@ pub struct Engine {
 }
 
 /// Inputs below this many items are fused without releasing the GIL (releasing and taking it
-/// back costs more than the work).
+/// back costs more than the work), nor checking for signals.
 const DETACH_MIN_ITEMS: usize = 1 << 14;
+
+/// Work done with the GIL held checks for signals every this many items (keys looked up, hits
+/// built).
+const SIGNALS_EVERY: usize = 1 << 12;
 
 thread_local! {
     /// Engines kept between calls on this thread (their buffers have grown already).
@@ -177,7 +213,8 @@ impl Engine {
     /// (when the input is large); any other keys are interned with the GIL held (their
     /// `__hash__`/`__eq__` are Python), then ranked with it released — or, with
     /// tie_break="key", held (tied keys are compared by Python). The boost's values are looked
-    /// up with the GIL held.
+    /// up with the GIL held. A large input checks for signals as it goes (`super::signals`):
+    /// Ctrl-C raises `KeyboardInterrupt` within milliseconds, and nothing is returned.
     pub fn fuse<'py>(
         &mut self,
         py: Python<'py>,
@@ -193,20 +230,30 @@ impl Engine {
         let scores: Vec<Option<&[f64]>> = query.raw_scores.iter().map(|s| s.as_deref()).collect();
         let Engine { ws, table, .. } = self;
         let large = read.iter().sum::<usize>() >= DETACH_MIN_ITEMS;
+        let signals = if large {
+            Signals::new(py)?
+        } else {
+            Signals::none()
+        };
+        let cancel = signals.cancel();
         let core = |e| fusion_error(py, e, lists);
-        let ints = exact_ints(lists, &read);
+        let ints = exact_ints(py, lists, &read)?;
         if let Some(ints) = &ints {
             let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
-            let mut fuse = || ws.fuse(&mut Rows::new(&rows, None, table), &scores, plan);
+            let mut fuse =
+                || ws.fuse_cancellable(&mut Rows::new(&rows, None, table), &scores, plan, &cancel);
             let fused = if large { py.detach(fuse) } else { fuse() };
+            signals.raise()?;
             fused.map_err(core)?;
         } else {
-            let mut interner = PyInterner::new(lists);
-            let fused = ws.fuse(
+            let mut interner = PyInterner::new(py, lists)?;
+            let fused = ws.fuse_cancellable(
                 &mut Interned::new(&read, |l, p, _| interner.intern(l, p).map_err(Failed::Py)),
                 &scores,
                 plan,
+                &cancel,
             );
+            signals.raise()?;
             match fused {
                 Ok(()) => {}
                 Err(Failed::Core(e)) => return Err(core(e)),
@@ -214,7 +261,12 @@ impl Engine {
             }
         }
         if let Some(values) = boost {
+            let mut looked_up = 0usize;
             let boosted = ws.boost(plan, |_, _, (l, p)| {
+                looked_up += 1;
+                if looked_up % SIGNALS_EVERY == 0 {
+                    py.check_signals().map_err(Failed::Py)?;
+                }
                 let key = lists[l as usize].get_item(p as usize).map_err(Failed::Py)?;
                 let value = values.get_item(key).map_err(Failed::Py)?;
                 value
@@ -229,9 +281,9 @@ impl Engine {
             }
         }
         // Exact ints are ordered by value in Rust; other keys by Python.
-        if plan.params.tie_break == TieBreak::Key && ints.is_none() {
+        let ranked = if plan.params.tie_break == TieBreak::Key && ints.is_none() {
             let sorted = py.import("builtins")?.getattr("sorted")?;
-            ws.rank_groups(plan, |group, firsts| {
+            ws.rank_groups(plan, &cancel, |group, firsts| {
                 let keys = group
                     .iter()
                     .map(|&id| {
@@ -240,16 +292,20 @@ impl Engine {
                     })
                     .collect::<PyResult<Vec<_>>>()?;
                 sort_by_key(py, &sorted, group, keys)
-            })?;
+            })
         } else if large {
-            py.detach(|| ws.rank(plan));
+            py.detach(|| ws.rank_cancellable(plan, &cancel))
+                .map_err(PyErr::from)
         } else {
-            ws.rank(plan);
-        }
+            ws.rank_cancellable(plan, &cancel).map_err(PyErr::from)
+        };
+        signals.raise()?;
+        ranked?;
         self.hits(py, query, plan, &scores, trace)
     }
 
-    /// The Python hits of the page just fused.
+    /// The Python hits of the page just fused, signals checked as they are built (an
+    /// interrupted page's hits are freed on another thread: `signals::free_later`).
     fn hits<'py>(
         &mut self,
         py: Python<'py>,
@@ -280,6 +336,12 @@ impl Engine {
         };
         let mut hits = Vec::with_capacity(page.len());
         for (j, &id) in page.iter().enumerate() {
+            if j % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
+                if let Err(e) = py.check_signals() {
+                    signals::free_later(py, hits.into_iter().map(Bound::unbind).collect());
+                    return Err(e);
+                }
+            }
             let (list, position) = self.ws.first_seen(id);
             // SAFETY: (list, position) is a place the scan read.
             let key = unsafe {
@@ -287,7 +349,12 @@ impl Engine {
             };
             let score = PyFloat::new(py, self.ws.score(id)).into_any();
             if !trace {
-                hits.push(HIT.make(py, [key.to_owned(), score])?);
+                let key = key.to_owned();
+                hits.push(if is_atomic(&key) {
+                    HIT.make_atomic(py, [key, score])?
+                } else {
+                    HIT.make(py, [key, score])?
+                });
                 continue;
             }
             let contributions = self.trace.hit(j);
@@ -309,10 +376,10 @@ impl Engine {
                     float_or_none(c.raw),
                 ];
                 let item = if c.normalized.is_nan() {
-                    CONTRIBUTION.make(py, fields)? // `normalized` left unset: None
+                    CONTRIBUTION.make_atomic(py, fields)? // `normalized` left unset: None
                 } else {
                     let normalized = PyFloat::new(py, c.normalized).into_any();
-                    CONTRIBUTION.make(py, fields.into_iter().chain([normalized]))?
+                    CONTRIBUTION.make_atomic(py, fields.into_iter().chain([normalized]))?
                 };
                 // SAFETY: `items` is a tuple of `contributions.len()` slots; `i` is in range.
                 unsafe {
@@ -530,37 +597,53 @@ pub fn fuse<'py>(
     boost_weight: Option<Bound<'py, PyAny>>,
     trace: Arg<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let lists = extract_lists(lists)?;
-    let n = lists.len();
-    let mut params = fusion_params(
-        method,
-        norm,
-        k,
-        weights,
-        Some(n),
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
-    )?;
-    let plan = query_plan(&params, n, false)?;
-    let raw_scores = extract_raw_scores(scores, &lists, &plan)?;
-    let boost = method_params(
-        &mut params,
-        Some(n),
-        lower_is_better,
-        phi,
-        gamma,
-        sigma,
-        boost,
-        boost_weight,
-    )?;
-    let trace = trace.or(false, |v| flag(v, "trace"))?;
-    let plan = query_plan(&params, n, false)?;
-    Engine::fuse_once(trace, py, &Query { lists, raw_scores }, &plan, &boost)
+    let mut query = Query {
+        lists: extract_lists(lists)?,
+        raw_scores: Vec::new(),
+    };
+    let n = query.lists.len();
+    let fuse = || {
+        let mut params = fusion_params(
+            method,
+            norm,
+            k,
+            weights,
+            Some(n),
+            window,
+            duplicates,
+            tie_break,
+            offset,
+            limit,
+            min_score,
+            normalize,
+        )?;
+        let plan = query_plan(&params, n, false)?;
+        query.raw_scores = extract_raw_scores(scores, &query.lists, &plan)?;
+        let boost = method_params(
+            &mut params,
+            Some(n),
+            lower_is_better,
+            phi,
+            gamma,
+            sigma,
+            boost,
+            boost_weight,
+        )?;
+        let trace = trace.or(false, |v| flag(v, "trace"))?;
+        let plan = query_plan(&params, n, false)?;
+        Engine::fuse_once(trace, py, &query, &plan, &boost)
+    };
+    let out = fuse();
+    if out.is_err() && query.lists.iter().map(|l| l.len()).sum::<usize>() >= DETACH_MIN_ITEMS {
+        // Raised at once (Ctrl-C, say): the copies of large lists are freed on another thread.
+        let Query { lists, raw_scores } = query;
+        signals::free_later(
+            py,
+            lists.into_iter().map(|l| l.into_any().unbind()).collect(),
+        );
+        crate::pool::free_later(raw_scores);
+    }
+    out
 }
 
 /// "queries[q]: <message>" for a plain TypeError/ValueError of query q (the reference's rule);
@@ -647,6 +730,8 @@ pub fn rrf_many<'py>(
     let out = PyList::empty(py);
     let mut fuse_all = || {
         for (q, lists) in queries.iter().enumerate() {
+            // Short fusions one after the other, the GIL held: signals are checked between them.
+            py.check_signals()?;
             let mut one = || {
                 let lists = extract_lists(&lists)?;
                 let plan = query_plan(&params, lists.len(), true)?;

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use super::args::{fusion_params, method_params, Arg};
 use super::errors::{core_error, text};
 use super::results::HIT;
+use super::signals::Signals;
 use crate::error::Error;
 use crate::pool;
 use crate::trec::fuse::{fused_run, RunFile as CoreRunFile};
@@ -79,9 +80,12 @@ fn parse_run<'py>(
     duplicates: ReadDuplicates,
 ) -> PyResult<Bound<'py, PyList>> {
     let bytes = data.as_bytes();
-    let queries = py
-        .detach(|| trec::parse_run(bytes, order, duplicates, score))
-        .map_err(|e| core_error(py, e, Some(path)))?;
+    let signals = Signals::new(py)?;
+    let cancel = signals.cancel();
+    let queries =
+        py.detach(|| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel));
+    signals.raise()?;
+    let queries = queries.map_err(|e| core_error(py, e, Some(path)))?;
     new_list(py, queries.len(), |i| {
         let q = &queries[i];
         let docids = new_list(py, q.docids.len(), |j| {
@@ -288,6 +292,7 @@ impl RunFile {
 
 /// Parses run files' bytes (decompressed), on the thread pool with the GIL released: per file,
 /// in order, a `_RunFile`, or the `TrecFormatError` (not raised) that `read_run` raises for it.
+/// Ctrl-C raises `KeyboardInterrupt` within milliseconds.
 /// `order` is "score" or "file", `duplicates` "error", "first" or "keep".
 #[pyfunction]
 #[pyo3(name = "_parse_run_files")]
@@ -306,16 +311,24 @@ fn parse_run_files<'py>(
         )));
     }
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
-    let parse = |bytes: &&[u8]| trec::parse_run(bytes, order, duplicates, score);
-    let parsed: Vec<Result<Vec<RunQuery>, Error>> = py.detach(|| {
-        pool::run(pool::resolve_threads(None).min(slices.len()), |parallel| {
-            if parallel {
+    let signals = Signals::new(py)?;
+    let cancel = signals.cancel();
+    let parse =
+        |bytes: &&[u8]| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel);
+    let parsed = py.detach(|| {
+        let threads = pool::resolve_threads(None).min(slices.len());
+        pool::run_cancellable(threads, &cancel, |parallel| {
+            let parsed: Vec<Result<Vec<RunQuery>, Error>> = if parallel {
                 slices.par_iter().map(parse).collect()
             } else {
                 slices.iter().map(parse).collect()
-            }
+            };
+            // A stopped parse is the call's error, not a file's.
+            cancel.check_stopped().map(|()| parsed)
         })
     });
+    signals.raise()?;
+    let parsed = parsed.map_err(|e| core_error(py, e, None))?;
     let mut parsed = parsed.into_iter();
     new_list(py, datas.len(), |i| match parsed.next() {
         Some(Ok(queries)) => Ok(Bound::new(
@@ -342,7 +355,7 @@ fn parse_run_files<'py>(
 /// window or limit means no bound). The fusion arguments are `rankfusion.fuse`'s, checked as it
 /// checks them; a score-based method reads the runs' scores. Fused on the thread pool with the
 /// GIL released. Raises ValueError as `fuse` does (the message prefixed with the query) for the
-/// first query that fails.
+/// first query that fails. Ctrl-C raises `KeyboardInterrupt` within milliseconds.
 #[pyfunction]
 #[pyo3(
     name = "_fuse_run_files",
@@ -404,12 +417,14 @@ fn fuse_run_files<'py>(
             }
         })
         .collect();
-    let out = py
-        .detach(|| {
-            pool::run(pool::resolve_threads(None), |parallel| {
-                fused_run(&core, &plan, tag, parallel)
-            })
+    let signals = Signals::new(py)?;
+    let cancel = signals.cancel();
+    let out = py.detach(|| {
+        pool::run_cancellable(pool::resolve_threads(None), &cancel, |parallel| {
+            fused_run(&core, &plan, tag, parallel, &cancel)
         })
-        .map_err(|e| core_error(py, e, None))?;
+    });
+    signals.raise()?;
+    let out = out.map_err(|e| core_error(py, e, None))?;
     Ok(PyBytes::new(py, &out))
 }

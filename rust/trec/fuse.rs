@@ -22,6 +22,7 @@ use rayon::prelude::*;
 
 use super::write::push_line;
 use super::RunQuery;
+use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
 use crate::fusion::{params, Interned, Interner, Plan, Workspace};
 
@@ -92,6 +93,7 @@ impl QueryTable {
 }
 
 /// Fuses query `i` of `table` and appends its lines to `out`.
+#[allow(clippy::too_many_arguments)]
 fn fuse_query(
     ws: &mut Workspace,
     files: &[RunFile<'_>],
@@ -100,7 +102,9 @@ fn fuse_query(
     plan: &Plan,
     tag: &[u8],
     out: &mut Vec<u8>,
+    cancel: &Cancel<'_>,
 ) -> Result<(), Error> {
+    cancel.check()?;
     // Items past the window are never read: they are left out of the lists.
     let lists: Vec<Vec<&[u8]>> = table
         .row(i)
@@ -139,18 +143,19 @@ fn fuse_query(
         Vec::new()
     };
     let mut interner = Interner::new(&slices);
-    ws.fuse(
+    ws.fuse_cancellable(
         &mut Interned::new(&lens, |l, p, next| {
             Ok::<_, Error>(interner.intern(l, p, next))
         }),
         &scores,
         plan,
+        cancel,
     )
     .map_err(|e| {
         e.with_key(|l, p| Some(Key::Bytes(slices[l][p].to_vec())))
             .at(At::Qid(qid.to_vec()))
     })?;
-    ws.rank(plan);
+    ws.rank_cancellable(plan, cancel)?;
     out.reserve(ws.page().len() * (qid.len() + tag.len() + 48));
     for (rank, &id) in ws.page().iter().enumerate() {
         push_line(
@@ -167,12 +172,14 @@ fn fuse_query(
 
 /// The fused run of `files` as TREC lines, every query fused with `plan` (one weight per file;
 /// ties by first appearance) and tagged `tag`. `parallel`: the queries are fused on the current
-/// rayon pool (the output is the same either way).
+/// rayon pool (the output is the same either way). `cancel` is polled between queries and
+/// inside large ones (`Problem::Interrupted`).
 pub fn fused_run(
     files: &[RunFile<'_>],
     plan: &Plan,
     tag: &[u8],
     parallel: bool,
+    cancel: &Cancel<'_>,
 ) -> Result<Vec<u8>, Error> {
     let table = QueryTable::new(files);
     // Every contribution a query can count, computed once.
@@ -185,7 +192,7 @@ pub fn fused_run(
         let mut ws = Workspace::new(false);
         let mut out = Vec::new();
         for i in 0..table.len() {
-            fuse_query(&mut ws, files, &table, i, &plan, tag, &mut out)?;
+            fuse_query(&mut ws, files, &table, i, &plan, tag, &mut out, cancel)?;
         }
         return Ok(out);
     }
@@ -195,10 +202,11 @@ pub fn fused_run(
             || Workspace::new(false),
             |ws, i| {
                 let mut out = Vec::new();
-                fuse_query(ws, files, &table, i, &plan, tag, &mut out).map(|()| out)
+                fuse_query(ws, files, &table, i, &plan, tag, &mut out, cancel).map(|()| out)
             },
         )
         .collect();
+    cancel.check()?;
     let mut out = Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, Vec::len)).sum());
     for part in parts {
         out.extend_from_slice(&part?);
@@ -240,7 +248,7 @@ mod tests {
         let q = parsed(texts, Order::Score, ReadDuplicates::Keep);
         let f = files(texts, &q);
         let plan = params.plan(texts.len())?;
-        fused_run(&f, &plan, b"t", parallel).map(|b| String::from_utf8(b).unwrap())
+        fused_run(&f, &plan, b"t", parallel, &Cancel::none()).map(|b| String::from_utf8(b).unwrap())
     }
 
     #[test]
@@ -389,7 +397,7 @@ mod tests {
             let q = parsed(&[a], Order::File, ReadDuplicates::Keep);
             let f = files(&[a], &q);
             let plan = Params::default().plan(1).unwrap();
-            fused_run(&f, &plan, b"t\xfe", false).unwrap()
+            fused_run(&f, &plan, b"t\xfe", false, &Cancel::none()).unwrap()
         };
         assert_eq!(
             out,

@@ -38,7 +38,7 @@ use std::ops::Range;
 use crate::error::{At, Error, Problem};
 
 pub use lex::{is_id, py_str_cmp, repr_approx};
-pub use parse::{parse_gain, parse_qrels, parse_run, parse_score};
+pub use parse::{parse_gain, parse_qrels, parse_run, parse_run_cancellable, parse_score};
 
 /// A byte range of the input.
 pub type Span = Range<usize>;

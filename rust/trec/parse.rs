@@ -11,6 +11,7 @@ use super::{
     Number, Order, QrelsQuery, ReadDuplicates, Reason, RunQuery, Span, QRELS_FIELDS, QRELS_FORMAT,
     RUN_FIELDS, RUN_FORMAT,
 };
+use crate::cancel::Cancel;
 use crate::error::Error;
 
 /// The end of a run of ASCII digits starting at `i`, with single underscores allowed between
@@ -159,6 +160,9 @@ impl<'a> Qids<'a> {
 
 // --- runs -------------------------------------------------------------------------------------
 
+/// [`parse_run_cancellable`] polls its `Cancel` every this many lines.
+const POLL_LINES: usize = 1 << 14;
+
 /// Parses a run file: queries in order of first appearance, each ranked by `order` with
 /// `duplicates` applied. `score` reads a score field (`None`: not a number); see
 /// [`parse_score`]. A file without a single non-blank line gives no queries.
@@ -166,7 +170,19 @@ pub fn parse_run(
     data: &[u8],
     order: Order,
     duplicates: ReadDuplicates,
+    score: impl FnMut(&[u8]) -> Option<f64>,
+) -> Result<Vec<RunQuery>, Error> {
+    parse_run_cancellable(data, order, duplicates, score, &Cancel::none())
+}
+
+/// [`parse_run`] that `cancel` can stop (`Problem::Interrupted`): polled every
+/// [`POLL_LINES`] lines and between queries.
+pub fn parse_run_cancellable(
+    data: &[u8],
+    order: Order,
+    duplicates: ReadDuplicates,
     mut score: impl FnMut(&[u8]) -> Option<f64>,
+    cancel: &Cancel<'_>,
 ) -> Result<Vec<RunQuery>, Error> {
     // The rows go straight to their query, in file order.
     let mut qids = Qids::new(data);
@@ -174,6 +190,9 @@ pub fn parse_run(
     let mut not_a_number: Option<Error> = None;
     let mut nan: Option<Error> = None;
     for_each_line::<RUN_FIELDS, _>(data, |line| {
+        if line.number % POLL_LINES == 0 {
+            cancel.check()?;
+        }
         if line.count == 0 {
             return Ok(());
         }
@@ -229,6 +248,7 @@ pub fn parse_run(
     };
     let mut seen: HashMap<&[u8], usize, FixedState> = HashMap::with_hasher(FixedState::default());
     for (q, query) in queries.iter_mut().enumerate() {
+        cancel.check()?;
         if duplicates == ReadDuplicates::Error {
             seen.clear();
             for (j, d) in query.docids.iter().enumerate() {

@@ -1,0 +1,258 @@
+"""Ctrl-C latency: from a real SIGINT, sent by this process, to the KeyboardInterrupt in a child
+that runs a long call, per workload.
+
+    python benches/interrupt_latency.py                 # every workload, 5 signals each
+    python benches/interrupt_latency.py --rounds 10 rrf_int cli
+
+Each workload runs in a child process of its own, at the sizes of the Ctrl-C item of issue 14
+(rrf_batch and fuse_batch on 80 M entries, rrf and fuse on 2 x 4 M int or 2 x 2 M str keys). The
+child builds the input and makes two uninterrupted calls (the second one timed); then,
+`--rounds` times, it starts the call and this process sends SIGINT at a random moment between
+5% and 60% of the time of a warm call. The latency is the moment the child's
+`except KeyboardInterrupt` runs minus the moment the signal was sent (both CLOCK_MONOTONIC,
+which the processes share). After the rounds the child makes one more uninterrupted call and
+checks that it returns exactly the first call's result (the pools are usable). The `cli`
+workload is the command (`rankfusion fuse a.run b.run -o out`): from the signal to the exit of
+the process (status 130), which includes the interpreter's exit.
+
+The machine's load is printed before and after: on a shared machine latencies grow with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# Before numpy is imported: its OpenBLAS threads would spin on the cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+ROWS, COLS = 400_000, 100  # x 2 lists: 80 M entries
+INT_KEYS, STR_KEYS = 4_000_000, 2_000_000  # per list, 2 lists
+QUERIES, DEPTH = 2_000, 1_000  # per run file, 2 files: 4 M lines
+
+WORKLOADS = {
+    "rrf_batch_1": "rrf_batch, 2 x (400k x 100) int64, threads=1",
+    "rrf_batch_all": "rrf_batch, 2 x (400k x 100) int64, all threads",
+    "fuse_batch_1": "fuse_batch sum/z-score, 2 x (400k x 100) + scores, threads=1",
+    "fuse_batch_all": "fuse_batch sum/z-score, 2 x (400k x 100) + scores, all threads",
+    "rrf_int": "rrf, 2 x 4 M int keys",
+    "rrf_str": "rrf, 2 x 2 M str keys",
+    "fuse_int": "fuse sum/z-score, 2 x 4 M int keys + scores",
+    "fuse_str": "fuse sum/z-score, 2 x 2 M str keys + scores",
+    "revalidate_batch": "revalidate_batch, (800k x 100) int64 ids, numpy is_live",
+    "read_run_files": "trec._read_run_files, 2 files x 2000 queries x 1000 docs",
+    "fuse_run_files": "trec._fuse_run_files (the command's native fusion), same files",
+    "cli": "rankfusion fuse a.run b.run -o out (the whole command, to its exit)",
+}
+
+
+def run_files(folder: str) -> list:
+    """Two run files of QUERIES x DEPTH lines (written once, kept in `folder`)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    paths = []
+    for f in range(2):
+        path = os.path.join(folder, f"{f}.run")
+        paths.append(path)
+        if os.path.exists(path):
+            continue
+        with open(path + ".tmp", "w") as out:
+            scores = [f"{DEPTH - r} t\n" for r in range(DEPTH)]
+            for q in range(QUERIES):
+                docs = rng.permutation(3 * DEPTH)[:DEPTH].tolist()
+                out.write(
+                    "".join(
+                        f"{q} Q0 d{x} {r + 1} {s}" for r, (x, s) in enumerate(zip(docs, scores))
+                    )
+                )
+        os.replace(path + ".tmp", path)
+    return paths
+
+
+def child(workload: str, folder: str) -> None:
+    """Runs in the child: the protocol of the module's doc, one line per step on stdout."""
+    import numpy as np
+
+    import rankfusion as rf
+    from rankfusion import trec
+
+    rng = np.random.default_rng(7)
+
+    def arrays(r):
+        return tuple(a.tobytes() for a in r if a is not None)
+
+    def hits(r):
+        return [(h.key, h.score) for h in r]
+
+    def id_lists(n):
+        return [rng.permutation(3 * n)[:n] for _ in range(2)]
+
+    if workload.startswith(("rrf_batch", "fuse_batch")):
+        ids = [rng.integers(0, 2**40, size=(ROWS, COLS)) for _ in range(2)]
+        threads = 1 if workload.endswith("_1") else None
+        if workload.startswith("rrf_batch"):
+            call = lambda: rf.rrf_batch(ids, threads=threads)  # noqa: E731
+        else:
+            scores = [np.sort(rng.random((ROWS, COLS)), axis=1)[:, ::-1].copy() for _ in ids]
+            call = lambda: rf.fuse_batch(  # noqa: E731
+                ids, scores, method="sum", norm="z-score", threads=threads
+            )
+        digest = arrays
+    elif workload in ("rrf_int", "rrf_str", "fuse_int", "fuse_str"):
+        n = INT_KEYS if workload.endswith("int") else STR_KEYS
+        lists = [a.tolist() for a in id_lists(n)]
+        if workload.endswith("str"):
+            lists = [[f"d{x}" for x in lst] for lst in lists]
+        if workload.startswith("rrf"):
+            call = lambda: rf.rrf(lists)  # noqa: E731
+        else:
+            scores = [sorted(rng.random(n).tolist(), reverse=True) for _ in lists]
+            call = lambda: rf.fuse(lists, scores=scores, method="sum", norm="z-score")  # noqa: E731
+        digest = hits
+    elif workload == "revalidate_batch":
+        ids = rng.integers(0, 2**40, size=(2 * ROWS, COLS))
+        scores = rng.random((2 * ROWS, COLS))
+        call = lambda: rf.revalidate_batch(ids, scores, lambda u: u % 3 != 0)  # noqa: E731
+        digest = arrays
+    elif workload in ("read_run_files", "fuse_run_files"):
+        paths = run_files(folder)
+        files = trec._read_run_files(paths, duplicates="first")
+        if workload == "read_run_files":
+            call = lambda: trec._read_run_files(paths, duplicates="first")  # noqa: E731
+            digest = lambda fs: [f.qids() for f in fs]  # noqa: E731
+        else:
+            call = lambda: trec._fuse_run_files(files)  # noqa: E731
+            digest = bytes
+    else:
+        raise SystemExit(f"unknown workload {workload}")
+
+    expected = digest(call())
+    start = time.monotonic()
+    call()  # the time of a warm call
+    print("full", time.monotonic() - start, flush=True)
+    while True:
+        try:
+            if sys.stdin.readline().strip() != "go":
+                break
+            print("start", time.monotonic(), flush=True)
+            try:
+                call()
+                print("finished", time.monotonic(), flush=True)
+            except KeyboardInterrupt:
+                print("caught", time.monotonic(), flush=True)
+        except KeyboardInterrupt:  # a signal that came after the call had returned
+            pass
+    start = time.monotonic()
+    same = digest(call()) == expected
+    print("again", same, time.monotonic() - start, flush=True)
+
+
+def measure(workload: str, rounds: int, folder: str) -> dict:
+    """Latencies of `rounds` signals into `workload` (see the module's doc)."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", workload, "--folder", folder],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    full = float(proc.stdout.readline().split()[1])
+    latencies, finished = [], 0
+    for _ in range(rounds):
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        proc.stdout.readline()  # "start"
+        time.sleep(random.uniform(0.05, 0.6) * full)
+        sent = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        what, when = proc.stdout.readline().split()
+        if what == "caught":
+            latencies.append(float(when) - sent)
+        else:
+            finished += 1
+    proc.stdin.write("stop\n")
+    proc.stdin.flush()
+    again = proc.stdout.readline().split()
+    proc.wait()
+    return {"full": full, "latencies": latencies, "finished": finished, "again": again[1]}
+
+
+def measure_cli(rounds: int, folder: str) -> dict:
+    """The command, interrupted `rounds` times: latency to the process's exit."""
+    paths = run_files(folder)
+    out = os.path.join(folder, "fused.run")
+    command = [sys.executable, "-m", "rankfusion", "fuse", *paths, "-o", out, "-q"]
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "rankfusion", "--version"], capture_output=True)
+    startup = time.monotonic() - start
+    start = time.monotonic()
+    subprocess.run(command, check=True, capture_output=True)
+    full = time.monotonic() - start
+    with open(out, "rb") as f:
+        expected = f.read()
+    os.unlink(out)
+    latencies, finished = [], 0
+    for _ in range(rounds):
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(startup + random.uniform(0.05, 0.6) * (full - startup))
+        sent = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+        proc.communicate()
+        end = time.monotonic()
+        if proc.returncode == 130 and not os.path.exists(out):
+            latencies.append(end - sent)
+        else:
+            finished += 1
+            if os.path.exists(out):
+                os.unlink(out)
+    subprocess.run(command, check=True, capture_output=True)
+    with open(out, "rb") as f:
+        same = f.read() == expected
+    os.unlink(out)
+    return {"full": full, "latencies": latencies, "finished": finished, "again": str(same)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("workloads", nargs="*", help=f"any of {', '.join(WORKLOADS)}")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.folder)
+        return
+    unknown = set(args.workloads) - set(WORKLOADS)
+    if unknown:
+        parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
+    print(f"# load average at start: {os.getloadavg()}")
+    print(f"{'workload':<18}{'call':>9}{'min':>9}{'median':>9}{'max':>9}  (ms)  notes")
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.workloads or WORKLOADS:
+            if name == "cli":
+                r = measure_cli(args.rounds, folder)
+            else:
+                r = measure(name, args.rounds, folder)
+            lat = sorted(x * 1e3 for x in r["latencies"]) or [float("nan")]
+            notes = [WORKLOADS[name]]
+            if r["finished"]:
+                notes.append(f"{r['finished']} call(s) finished before the signal was handled")
+            if r["again"] != "True":
+                notes.append("THE CALL AFTER THE INTERRUPTIONS DIFFERS")
+            print(
+                f"{name:<18}{r['full'] * 1e3:>9.0f}{lat[0]:>9.1f}{statistics.median(lat):>9.1f}"
+                f"{lat[-1]:>9.1f}        {'; '.join(notes)}",
+                flush=True,
+            )
+    print(f"# load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
