@@ -333,11 +333,14 @@ fn check_row_scores(
     read: bool,
 ) -> Result<(), Error> {
     for (i, (ids, s)) in rows.iter().zip(scores).enumerate() {
-        if let Some(s) = s {
-            for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
-                if id != pad && (x.is_nan() || (read && x.is_infinite())) {
-                    params::raw_score(&format!("scores[{i}][{j}]"), x, read)?;
-                }
+        let Some(s) = s else { continue };
+        // Every score finite, the common case: one pass with no name formatted.
+        if s.iter().all(|x| x.is_finite()) {
+            continue;
+        }
+        for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
+            if id != pad && (x.is_nan() || (read && x.is_infinite())) {
+                params::raw_score(&format!("scores[{i}][{j}]"), x, read)?;
             }
         }
     }

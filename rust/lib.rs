@@ -9,6 +9,7 @@ pub mod cancel;
 pub mod error;
 pub mod fusion;
 pub mod memory;
+pub mod optimize;
 pub mod pool;
 pub mod revalidate;
 pub mod trec;

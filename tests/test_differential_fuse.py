@@ -628,3 +628,17 @@ def test_core_bordafuse_traces_the_points_as_floats():
     (hit,) = CORE([["a"]], method="bordafuse", trace=True)
     assert type(hit.contributions[0].normalized) is float
     assert bits(hit.contributions[0].normalized) == bits(1.0)  # |C| - rank + 1 = 1 - 1 + 1
+
+
+@settings(max_examples=max(20, settings().max_examples // 5))
+@given(st.data())
+def test_condorcet_over_more_lists_than_its_table_matches_reference(data):
+    """Condorcet over 9 to 12 lists (the core weighs sets of up to 8 lists from a table, more
+    list by list), weighted (weights that tie, cancel and abstain) or not, duplicates kept."""
+    n = data.draw(st.integers(9, 12), label="lists")
+    lists = [data.draw(st.lists(st.integers(0, 12), max_size=7)) for _ in range(n)]
+    weights = st.sampled_from([1.0, 2.0, 0.5, -1.0, 0.0, 3.0, 1e-300])
+    kw = {"method": "condorcet", "duplicates": data.draw(st.sampled_from(["first", "sum"]))}
+    if data.draw(st.booleans()):
+        kw["weights"] = data.draw(st.lists(weights, min_size=n, max_size=n), label="weights")
+    assert_same_outcome(lambda: ([list(x) for x in lists], dict(kw)))

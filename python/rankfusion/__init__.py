@@ -4,8 +4,9 @@ The functions here are the Rust core (``rankfusion._core``). ``rankfusion.refere
 functions in plain Python: the executable specification the core is tested against.
 
 Fusion (``rrf``, ``rrf_batch``, ``rrf_many``) and revalidation (``revalidate``,
-``revalidate_batch``, ``pool_size``) come straight from the core. The hybrid-search pipeline, the
-SQLite store and the reference are imported on first use, so that ``import rankfusion`` (and the
+``revalidate_batch``, ``pool_size``) come straight from the core. Tuning a fusion on qrels
+(``optimize``), the hybrid-search pipeline, the SQLite store and the reference are imported on
+first use, so that ``import rankfusion`` (and the
 ``rankfusion`` command) stays quick.
 """
 
@@ -30,6 +31,7 @@ from ._core import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import reference
+    from ._optimize import FoldResult, OptimizeResult, fold_of, optimize
     from ._version import __version__ as __version__
     from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
     from .sqlite_store import Document, SQLiteStore
@@ -44,6 +46,10 @@ _LAZY = {
     "hybrid_search": (".hybrid", "hybrid_search"),
     "Document": (".sqlite_store", "Document"),
     "SQLiteStore": (".sqlite_store", "SQLiteStore"),
+    "optimize": ("._optimize", "optimize"),
+    "OptimizeResult": ("._optimize", "OptimizeResult"),
+    "FoldResult": ("._optimize", "FoldResult"),
+    "fold_of": ("._optimize", "fold_of"),
     "__version__": ("._version", "__version__"),
 }
 
@@ -51,17 +57,21 @@ __all__ = [
     "BatchResult",
     "Contribution",
     "Document",
+    "FoldResult",
     "Hit",
     "HybridHit",
     "KeywordIndex",
+    "OptimizeResult",
     "RecordStore",
     "Revalidated",
     "RevalidatedBatch",
     "SQLiteStore",
     "VectorIndex",
     "fuse",
+    "fold_of",
     "fuse_batch",
     "hybrid_search",
+    "optimize",
     "pool_size",
     "reference",
     "revalidate",

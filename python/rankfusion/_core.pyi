@@ -13,6 +13,7 @@ __all__ = [
     "TrecFormatError",
     "_parse_qrels",
     "_RunFile",
+    "_Trace",
     "_fuse_run_files",
     "_parse_run",
     "_parse_run_files",
@@ -411,3 +412,36 @@ def _parse_qrels(data: bytes, path: str, duplicates: str) -> dict[str, dict[str,
 def _run_lines(
     qid: str, docids: Sequence[Any], scores: Optional[Sequence[Any]], tag: str
 ) -> Optional[str]: ...
+
+# Private helper of rankfusion.optimize (not part of the API).
+@final
+class _Trace:
+    """A traced fusion of Q queries held in the core: ``fuse_batch(..., trace=True)`` with
+    weight 1 for every list, as its ``ids`` (Q, W), ``counts`` (Q,), ``ranks`` (Q, W, L) and,
+    for score-based methods, ``normalized`` (Q, W, L) (copied in). ValueError for arrays whose
+    shapes do not agree, TypeError for a wrong dtype."""
+
+    def __new__(
+        cls,
+        ids: npt.ArrayLike,
+        counts: npt.ArrayLike,
+        ranks: npt.ArrayLike,
+        normalized: Optional[npt.ArrayLike] = None,
+    ) -> _Trace: ...
+    def combine(
+        self,
+        method: str,
+        norm: Optional[str],
+        weights: Optional[npt.ArrayLike],
+        values: Optional[npt.ArrayLike],
+        *,
+        limit: Optional[int] = None,
+        cutoff: Optional[int] = None,
+        threads: Optional[int] = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """S settings of ``method`` scored from the trace, with the GIL released: ``weights``
+        (S, L) (None: 1.0 each), ``values`` (S,) the method's k, phi, gamma or sigma. Returns
+        ``(counts (S, Q), ids, scores)``: each setting's rows as ``fuse_batch`` fuses them (same
+        order, same bits), each cut at ``cutoff`` (its hits whose score as a C float is at least
+        its cutoff-th's) when given. ValueError ``"settings[s]: ..."`` for the first setting
+        that ``fuse`` refuses or that cannot be scored from a trace."""

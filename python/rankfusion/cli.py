@@ -55,6 +55,27 @@ examples:
 """
 
 
+OPTIMIZE_EXAMPLES = """\
+examples:
+  # RRF's k on nDCG@10 (k = 10, 20, ..., 100), with 5-fold cross-validation
+  rankfusion optimize bm25.run.gz minilm.run.gz --qrels qrels.txt --method rrf \\
+      --metric ndcg@10 --folds 5
+
+  # weights of a min-max weighted sum: every triple of tenths summing to 1 (66 settings),
+  # then the fused run with the best weights
+  rankfusion optimize a.run b.run c.run --qrels qrels.txt --method wsum --norm min-max \\
+      --metric map --step 0.1 -o best.run
+
+  # weighted RRF: k and the weights at once; every setting's score to a TSV file
+  rankfusion optimize a.run b.run --qrels qrels.txt --method rrf --metric ndcg@10 \\
+      --grid k=20,60,100 --grid weights --table settings.tsv
+
+  # which normalisation suits CombSUM
+  rankfusion optimize a.run b.run --qrels qrels.txt --method sum --metric ndcg@10 \\
+      --grid norm=min-max,z-score,max,rank
+"""
+
+
 class UsageError(Exception):
     """A command line that cannot be carried out: exit status 2."""
 
@@ -303,7 +324,174 @@ def build_parser() -> argparse.ArgumentParser:
         help="explain the fused top N (default 10)",
     )
     explain.set_defaults(handler=_explain_command)
+
+    optimize = commands.add_parser(
+        "optimize",
+        help="tune a fusion's parameters on qrels (exact grids, cross-validation)",
+        description="Grid-search a fusion's parameters on relevance judgments: every setting of "
+        "an exact grid fuses the runs and is scored per query by ir-measures (pytrec_eval); the "
+        "best is the first setting of the grid with the highest mean. With --folds K the queries "
+        "are split into K folds and each fold is scored with the setting chosen on the other "
+        "folds, beside the in-sample best. Needs the 'eval' extra (ir-measures).",
+        epilog=OPTIMIZE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_optimize_options(optimize)
+    optimize.set_defaults(handler=_optimize_command)
     return parser
+
+
+def _grid_option(text: str) -> Tuple[str, Optional[List[Any]]]:
+    """``NAME`` or ``NAME=V1,V2,...``; weights as ``W1:W2:...`` per vector."""
+    name, eq, values = text.partition("=")
+    name = name.strip()
+    if name not in ("k", "weights", "phi", "gamma", "sigma", "norm"):
+        raise argparse.ArgumentTypeError(
+            f"expected NAME or NAME=V1,V2,... with NAME one of k, weights, phi, gamma, sigma, "
+            f"norm; got {text!r}"
+        )
+    if not eq:
+        return name, None
+    parts = [p.strip() for p in values.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"expected comma-separated values, got {text!r}")
+    if name == "norm":
+        return name, parts
+    if name == "weights":
+        vectors = []
+        for part in parts:
+            items = [w.strip() for w in part.split(":")]
+            if not all(items):
+                raise argparse.ArgumentTypeError(
+                    f"expected weight vectors W1:W2:... separated by commas, got {text!r}"
+                )
+            vectors.append([_number(w) for w in items])
+        return name, vectors
+    return name, [_k(p) if name == "k" else _number(p) for p in parts]
+
+
+def _add_optimize_options(parser: argparse.ArgumentParser) -> None:
+    from ._reference import METHODS, NORMS
+
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run files (two or more): TREC (plain or .gz) or Parquet (.parquet, .pq)",
+    )
+    parser.add_argument("--qrels", required=True, metavar="QRELS", help="relevance judgments")
+    parser.add_argument(
+        "--method",
+        required=True,
+        choices=tuple(METHODS),
+        metavar="M",
+        help="the fusion method: " + ", ".join(METHODS),
+    )
+    parser.add_argument(
+        "--norm",
+        choices=NORMS,
+        metavar="N",
+        help="a score-based method's normalisation (default none): " + ", ".join(NORMS),
+    )
+    parser.add_argument(
+        "--metric",
+        required=True,
+        metavar="M",
+        help="the measure to maximise, an ir-measures or trec_eval name (ndcg@10, map, "
+        "recall@100, P@5, ...)",
+    )
+    parser.add_argument(
+        "--grid",
+        action="append",
+        type=_grid_option,
+        metavar="NAME[=V1,V2,...]",
+        help="a parameter to tune (repeat for several; the settings are the product, the "
+        "first varying slowest): k, weights, phi, gamma, sigma or norm, with its values or, "
+        "without, its default grid (k 10..100 by 10; phi, gamma, sigma 0.01..1 by 0.01, phi "
+        "< 1; weights: every vector of multiples of --step summing to 1). Weight vectors are "
+        "written W1:W2:..., e.g. weights=0.3:0.7,0.5:0.5. Default: the method's own parameter "
+        "(rrf k, rbc phi, gmnz gamma, logn_isr sigma), else its weights",
+    )
+    parser.add_argument(
+        "--step",
+        type=_number,
+        metavar="S",
+        help="the weights grid's step (default 0.1); 1/S must be a whole number",
+    )
+    parser.add_argument(
+        "--folds",
+        type=_int_at_least(2),
+        metavar="K",
+        help="K-fold cross-validation over the judged queries",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_int_at_least(0),
+        default=0,
+        metavar="S",
+        help="the folds' seed (default 0): the same seed, the same folds",
+    )
+    parser.add_argument(
+        "--lower-is-better",
+        type=_flags,
+        metavar="B1,B2,...",
+        help="per run, true when its scores are distances (smaller is better)",
+    )
+    parser.add_argument(
+        "--window",
+        type=_int_at_least(1),
+        metavar="N",
+        help="read only the top N documents of each run per query (default all)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=_int_at_least(0),
+        default=1000,
+        metavar="N",
+        help="cut each fused list to its top N before it is evaluated and written (default "
+        "1000, as 'rankfusion fuse' writes; 0 keeps all)",
+    )
+    parser.add_argument(
+        "--duplicates",
+        choices=("first", "sum", "error"),
+        default="first",
+        help="a doc id twice in one query of one run: as for 'rankfusion fuse'",
+    )
+    parser.add_argument(
+        "--order",
+        choices=("score", "file"),
+        default="score",
+        help="how a run ranks a query's documents (default score: trec_eval's order)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("trec", "parquet"),
+        default=None,
+        help="the format of every RUN and of -o FILE (default: by file name)",
+    )
+    parser.add_argument(
+        "--top",
+        type=_int_at_least(0),
+        default=10,
+        metavar="N",
+        help="show the N best settings (default 10)",
+    )
+    parser.add_argument(
+        "--table",
+        metavar="FILE",
+        help="write every setting and its score as tab-separated values",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write the run fused with the chosen setting (the in-sample best), as "
+        "'rankfusion fuse' writes it with that setting",
+    )
+    parser.add_argument(
+        "--tag", type=_tag, default="rankfusion", help="run tag of -o (default %(default)s)"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no warnings")
 
 
 # --- shared steps -----------------------------------------------------------------------------
@@ -826,6 +1014,210 @@ def _explain_command(args: argparse.Namespace) -> int:
             out.append(("  " + "  ".join([*cells, row[5]])).rstrip())
     _write_stdout("\n".join(out) + "\n")
     return 0
+
+
+# --- optimize ---------------------------------------------------------------------------------
+
+
+def _setting_text(setting: Dict[str, Any]) -> str:
+    """``k=60``, ``weights=0.2,0.7,0.1``, ``norm=min-max``; several joined by spaces."""
+    parts = []
+    for name, value in setting.items():
+        if name == "weights":
+            value = ",".join(repr(float(w)) for w in value)
+        parts.append(f"{name}={value}")
+    return " ".join(parts) or "(the method's defaults)"
+
+
+def _optimize_command(args: argparse.Namespace) -> int:
+    from . import _optimize
+
+    if len(args.runs) < 2:
+        raise UsageError("optimize needs at least 2 runs")
+    _check_inputs([*args.runs, args.qrels])
+    for name, path in (("-o", args.output), ("--table", args.table)):
+        _check_output(path, name)
+        if path == "-":
+            raise UsageError(f"{name} needs a file name")
+    if args.output and args.table and os.path.realpath(args.output) == os.path.realpath(args.table):
+        raise UsageError("--table and -o name the same file")
+    if args.lower_is_better is not None and len(args.lower_is_better) != len(args.runs):
+        raise UsageError(
+            f"--lower-is-better has {len(args.lower_is_better)} values for {len(args.runs)} runs"
+        )
+    grid: Optional[Dict[str, Any]] = None
+    if args.grid:
+        grid = {}
+        for name, values in args.grid:
+            if name in grid:
+                raise UsageError(f"--grid names {name} twice")
+            grid[name] = values
+    try:
+        import ir_measures  # noqa: F401
+    except ImportError:
+        raise UsageError("optimize needs ir-measures: pip install 'rankfusion[eval]'") from None
+    try:
+        plan = _optimize._plan(
+            args.runs,
+            args.method,
+            args.norm,
+            args.metric,
+            args.step,
+            grid,
+            args.seed,
+            args.order,
+            args.window,
+            args.duplicates,
+            args.lower_is_better,
+            args.limit or None,
+        )
+    except (ValueError, TypeError) as e:
+        message = str(e)
+        if message.startswith("unknown metric"):
+            message = "--metric: " + message
+        for name, option in (
+            ("grid", "--grid"),
+            ("step", "--step"),
+            ("metric", "--metric"),
+            ("norm is given", "--norm is given"),
+        ):
+            if message.startswith(name):
+                message = option + message[len(name) :]
+        raise UsageError(message) from None
+    _check_stdout()
+    qrels = trec.read_qrels(args.qrels, progress=_progress(args))
+    if args.folds is not None and args.folds > len(qrels):
+        raise UsageError(f"--folds {args.folds}: the qrels judge only {len(qrels)} queries")
+    n = len(plan.settings)
+    head = (
+        f"{args.method}" + (f" (norm {args.norm})" if args.norm else "")
+        + f", {plan.measure} over {len(qrels)} judged queries: {n} setting{'s' if n != 1 else ''}"
+        + f" ({plan.grid.description})"
+    )  # fmt: skip
+    _write_stdout(head + "\n")
+    runs = _read_runs(args)
+    result = _optimize._search(plan, runs, qrels, args.folds, _progress(args), threads=None)
+    del runs
+    _write_stdout(_optimize_report(args, result))
+
+    # the fused run first (it fuses every query of the runs, judged or not), then both files
+    # are written under temporary names and renamed into place once both are complete
+    fused: Any = None
+    if args.output:
+        best = result.best
+        fuse_args = argparse.Namespace(**vars(args))
+        for name in ("k", "weights", "phi", "gamma", "sigma"):
+            setattr(fuse_args, name, best.get(name))
+        fuse_args.norm = best.get("norm", args.norm)
+        parquet = any(_format(args, p) == "parquet" for p in [*args.runs, args.output])
+        if parquet:
+            frame = _frame()
+            tables = [_read_table(args, path) for path in args.runs]
+            fused = frame.fuse(tables, order=args.order, **_fusion_options(fuse_args))
+            del tables
+        else:
+            files = trec._read_run_files(args.runs, order=args.order, duplicates=_read_mode(args))
+            fused = trec._fuse_run_files(files, **_fusion_options(fuse_args), tag=args.tag)
+            del files
+    pending = []
+    try:
+        if args.table:
+            table_file = trec._AtomicFile(args.table)
+            pending.append(table_file)
+            _write_table(result, table_file.file)
+        if isinstance(fused, bytes):
+            run_file = trec._AtomicFile(args.output)
+            pending.append(run_file)
+            run_file.write_bytes(fused)
+        elif fused is not None and _format(args, args.output) == "parquet":
+            run_file = trec._AtomicFile(args.output, compress=False)
+            pending.append(run_file)
+            _frame()._write_parquet_file(fused, run_file)
+        elif fused is not None:
+            run_file = trec._AtomicFile(args.output)
+            pending.append(run_file)
+            _frame().write_trec(fused, run_file.file, tag=args.tag)
+        for p in pending:
+            p.commit()
+    except BaseException:
+        for p in pending:
+            p.discard()
+        raise
+    return 0
+
+
+def _optimize_report(args: argparse.Namespace, result: Any) -> str:
+    metric = result.metric
+    lines = []
+    order = sorted(range(len(result.settings)), key=lambda i: (-result.scores[i], i))
+    shown = order[: args.top]
+    if shown:
+        rows = [("rank", "setting", metric)]
+        for place, i in enumerate(shown, 1):
+            rows.append((str(place), _setting_text(result.settings[i]), f"{result.scores[i]:.4f}"))
+        widths = [max(len(r[j]) for r in rows) for j in range(3)]
+        lines.append("")
+        for r in rows:
+            lines.append(
+                f"{r[0].rjust(widths[0])}  {r[1].ljust(widths[1])}  {r[2].rjust(widths[2])}"
+            )
+    lines.append("")
+    tie = (
+        f" ({result.ties} settings share this score; the first in grid order is chosen)"
+        if result.ties > 1
+        else ""
+    )
+    lines.append(
+        f"best (in-sample): {_setting_text(result.best)}  {metric} {result.best_score:.4f}{tie}"
+    )
+    if result.folds is not None:
+        k = len(result.folds)
+        lines.append(
+            f"cross-validated ({k} folds, seed {result.seed}): {metric} {result.cv_score:.4f} "
+            f"(each query scored with the setting chosen on the other {k - 1} folds)"
+        )
+        rows = [("fold", "queries", "chosen on the other folds", "there", "held out")]
+        for f in result.folds:
+            rows.append(
+                (
+                    str(f.index + 1),
+                    str(len(f.queries)),
+                    _setting_text(f.choice),
+                    f"{f.train_score:.4f}",
+                    f"{f.score:.4f}",
+                )
+            )
+        widths = [max(len(r[j]) for r in rows) for j in range(5)]
+        lines.append("")
+        for r in rows:
+            lines.append(
+                "  ".join(
+                    [r[0].rjust(widths[0]), r[1].rjust(widths[1]), r[2].ljust(widths[2])]
+                    + [c.rjust(w) for c, w in zip(r[3:], widths[3:])]
+                ).rstrip()
+            )
+        n = len(result.queries)
+        lines.append(
+            "the cross-validated figure is the mean over the "
+            f"{n} queries of their held-out values: sum of (queries x held out) / {n}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _write_table(result: Any, out: TextIO) -> None:
+    names: List[str] = []
+    for setting in result.settings[:1]:
+        names = list(setting)
+    out.write("\t".join(["index", *names, result.metric]) + "\n")
+    for i, (setting, score) in enumerate(zip(result.settings, result.scores)):
+        cells = [str(i)]
+        for name in names:
+            value = setting[name]
+            cells.append(
+                ",".join(repr(float(w)) for w in value) if name == "weights" else str(value)
+            )
+        cells.append(repr(score))
+        out.write("\t".join(cells) + "\n")
 
 
 # --- entry point ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@
 use hashbrown::HashSet;
 
 use super::keys::KeySource;
-use super::method::{Entry, Scanned, Scored, Scores};
+use super::method::{Dense, Entry, Scanned, Scored, Scores};
 use super::params::{Duplicates, Method, Norm, Plan, TieBreak};
 use super::trace::{Contribution, Trace};
 use super::{canonical_sum, Hasher};
@@ -125,6 +125,9 @@ pub struct Workspace {
     stride: usize,
     slot_values: Vec<f64>,
     slot_occurrences: Vec<(u32, u32)>,
+    /// Dense layout: per slot (list read), the items of its window not counted (holes and
+    /// repeats).
+    skipped: Vec<u32>,
 }
 
 /// The number of bits set in the seen-lists bits of a key in dense mode (below 2^8): a table,
@@ -145,7 +148,7 @@ fn ones(seen: u64) -> usize {
 
 /// Scores map to u64 sort keys that order like the scores, descending (finite scores only).
 #[inline]
-fn descending_bits(score: f64) -> u64 {
+pub(crate) fn descending_bits(score: f64) -> u64 {
     let bits = (score + 0.0).to_bits(); // + 0.0 turns -0.0 into 0.0: they tie
     let ascending = if bits >> 63 == 1 {
         !bits
@@ -226,7 +229,11 @@ impl Workspace {
         self.scan(keys, plan, cancel)?;
         if self.generic {
             self.count_read(keys, plan);
-            self.score_generic(plan, scores, cancel)?;
+            if self.dense && !self.keep_occurrences && method != Method::Condorcet {
+                self.score_dense(plan, scores, cancel)?;
+            } else {
+                self.score_generic(plan, scores, cancel)?;
+            }
         } else {
             self.score_keys(plan, cancel)?;
         }
@@ -302,6 +309,31 @@ impl Workspace {
         self.scores.clear();
         self.scores.extend_from_slice(&self.scored.scores);
         Ok(())
+    }
+
+    /// Scores by [`super::method`] in the dense layout without traces: from the scan's slots,
+    /// with no per-key entries built.
+    fn score_dense(
+        &mut self,
+        plan: &Plan,
+        scores: Scores<'_>,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
+        let keys = &self.keys;
+        let q = Dense {
+            plan,
+            read: &self.read,
+            n_read: &self.n_read,
+            skipped: &self.skipped,
+            n_keys: self.n_keys,
+            stride: self.stride,
+            occurrences: &self.slot_occurrences,
+            count: |k: usize| ones(keys[k].seen),
+            first: |k: usize| keys[k].first,
+            scores,
+        };
+        self.scores.clear();
+        self.scored.score_dense(&q, &mut self.scores, cancel)
     }
 
     /// The boost: adds `weight * (v - min) / (max - min)` to each key that has a value `v`
@@ -475,6 +507,8 @@ impl Workspace {
         let mut read = [0usize; DENSE_MAX_LISTS];
         read[..n_read].copy_from_slice(&self.read[..n_read]);
         let mut n_keys = 0;
+        self.skipped.clear();
+        self.skipped.resize(n_read, 0);
         for block in blocks(depth, POLL_POSITIONS) {
             if cancel.poll() {
                 return Err(interrupted().into());
@@ -486,6 +520,7 @@ impl Workspace {
                     }
                     let next = n_keys as u32;
                     let Some(found) = keys.find(list, position, next)? else {
+                        self.skipped[slot] += 1;
                         continue;
                     };
                     let (id, at) = (found.id, found.at);
@@ -502,6 +537,7 @@ impl Workspace {
                         if error_on_repeat {
                             return Err(duplicate(list, position).into());
                         }
+                        self.skipped[slot] += 1;
                         continue;
                     }
                     keys.set_seen(at, seen | mask);

@@ -4,10 +4,10 @@
 //! for step, in the same order of floating-point operations (docs/semantics.md, "Fusion
 //! methods").
 
+use super::canonical_sum;
 use super::engine::POLL_KEYS;
 use super::params::{Method, Norm, Plan};
 use super::trace::Contribution;
-use super::{canonical_sum, canonical_sum_cancellable};
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, KeyRef, Problem, Stage};
 
@@ -57,6 +57,8 @@ pub struct Scored {
     norms: Vec<ListNorm>,
     sums: Vec<f64>,
     ranks: Vec<u32>,
+    positions: Vec<u32>,
+    slot_of: Vec<u8>,
 }
 
 /// A list's normalisation, its statistics computed.
@@ -89,8 +91,13 @@ impl ListNorm {
 
 /// The normalisation `norm` of one list whose counted raw scores (in list order, negated when
 /// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
-/// `cancel` is polled by the sums of a long list (`Problem::Interrupted`).
-fn list_norm(norm: Norm, values: &mut [f64], cancel: &Cancel<'_>) -> Result<ListNorm, Error> {
+/// `cancel` is polled before the sums of a list (`Problem::Interrupted`).
+fn list_norm(
+    norm: Norm,
+    values: &mut [f64],
+    scratch: &mut Vec<f64>,
+    cancel: &Cancel<'_>,
+) -> Result<ListNorm, Error> {
     let n = values.len() as f64;
     // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
     // `f64::max` may return either of two equal zeros.)
@@ -123,9 +130,11 @@ fn list_norm(norm: Norm, values: &mut [f64], cancel: &Cancel<'_>) -> Result<List
         Norm::Max if high == 0.0 => ListNorm::Constant(0.0),
         Norm::Max => ListNorm::Scale { div: high },
         Norm::Sum => {
+            cancel.check()?;
             // Welford's order is the list's; the sums are canonical (any order gives the bits).
-            let mut shifted: Vec<f64> = values.iter().map(|&v| v - low).collect();
-            let total = canonical_sum_cancellable(&mut shifted, cancel)?;
+            scratch.clear();
+            scratch.extend(values.iter().map(|&v| v - low));
+            let total = canonical_sum_runs(scratch);
             if total == 0.0 {
                 ListNorm::Constant(1.0 / n)
             } else {
@@ -137,9 +146,13 @@ fn list_norm(norm: Norm, values: &mut [f64], cancel: &Cancel<'_>) -> Result<List
         }
         Norm::ZScore if high == low => ListNorm::Constant(0.0),
         Norm::ZScore => {
-            let mean = canonical_sum_cancellable(&mut values.to_vec(), cancel)? / n;
-            let deviations: Vec<f64> = values.iter().map(|&v| v - mean).collect();
-            let sd = root_sum_squares(&deviations, n, cancel)?;
+            cancel.check()?;
+            // (The mean sorts `values`: the deviations are the same values in another order.)
+            let mean = canonical_sum_runs(values) / n;
+            for v in values.iter_mut() {
+                *v -= mean;
+            }
+            let sd = root_sum_squares(values, n, scratch);
             if sd == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -147,7 +160,8 @@ fn list_norm(norm: Norm, values: &mut [f64], cancel: &Cancel<'_>) -> Result<List
             }
         }
         Norm::L2 => {
-            let length = root_sum_squares(values, 1.0, cancel)?;
+            cancel.check()?;
+            let length = root_sum_squares(values, 1.0, scratch);
             if length == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -179,21 +193,31 @@ fn list_norm(norm: Norm, values: &mut [f64], cancel: &Cancel<'_>) -> Result<List
     })
 }
 
+/// [`canonical_sum`] by a stable sort, which merges the ascending and descending runs a list's
+/// scores (and their squares) mostly come in rather than sorting them afresh: the same bits
+/// (values equal under `total_cmp` have the same bits, so stability changes nothing).
+fn canonical_sum_runs(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.iter().fold(0.0, |acc, &v| acc + v)
+}
+
 /// sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a zero
 /// or infinite root of values that are not all zero), the same with every x divided by the
 /// largest |x| first, and the root multiplied by it (as the reference's `_root_sum_squares`).
-/// `cancel` is polled by the sums of a long list (`Problem::Interrupted`).
-fn root_sum_squares(xs: &[f64], divisor: f64, cancel: &Cancel<'_>) -> Result<f64, Error> {
-    let mut squares: Vec<f64> = xs.iter().map(|&x| x * x).collect();
-    let root = (canonical_sum_cancellable(&mut squares, cancel)? / divisor).sqrt();
+/// `squares` is scratch.
+fn root_sum_squares(xs: &[f64], divisor: f64, squares: &mut Vec<f64>) -> f64 {
+    squares.clear();
+    squares.extend(xs.iter().map(|&x| x * x));
+    let root = (canonical_sum_runs(squares) / divisor).sqrt();
     if (root == 0.0 || root.is_infinite()) && xs.iter().any(|&x| x != 0.0) {
         let top = xs
             .iter()
             .fold(0.0f64, |m, &x| if x.abs() > m { x.abs() } else { m });
-        let mut scaled: Vec<f64> = xs.iter().map(|&x| (x / top) * (x / top)).collect();
-        return Ok(top * (canonical_sum_cancellable(&mut scaled, cancel)? / divisor).sqrt());
+        squares.clear();
+        squares.extend(xs.iter().map(|&x| (x / top) * (x / top)));
+        return top * (canonical_sum_runs(squares) / divisor).sqrt();
     }
-    Ok(root)
+    root
 }
 
 /// The median of `values` (sorted in place, stably: equal values keep their order, as Python's
@@ -208,11 +232,349 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// List `list`'s raw score at `position` (NaN when the list has no scores).
+#[inline]
+fn raw(scores: Scores<'_>, list: usize, position: u32) -> f64 {
+    scores
+        .get(list)
+        .copied()
+        .flatten()
+        .map_or(f64::NAN, |s| s[position as usize])
+}
+
+/// -1.0 for a lower-is-better list, else 1.0.
+#[inline]
+fn sign(plan: &Plan, list: usize) -> f64 {
+    match &plan.params.lower_is_better {
+        Some(lower) if lower[list] => -1.0,
+        _ => 1.0,
+    }
+}
+
+/// What [`contribution`] reads of a query besides the list and position.
+struct Query<'a> {
+    plan: &'a Plan,
+    norms: &'a [ListNorm],
+    /// Per list (by index), the items read (holes not counted).
+    n_read: &'a [u32],
+    /// The number of keys of the query, as a float.
+    n_c: f64,
+    scores: Scores<'a>,
+}
+
+/// The contribution of list `list`'s item at `position` to a key ([`UNRANKED`]: the value a
+/// list not holding the key gives it, for the methods that fill). `Err(v)`: the normalised
+/// value `v` is not finite.
+#[inline]
+fn contribution(q: &Query<'_>, list: usize, position: u32) -> Result<Contribution, f64> {
+    let plan = q.plan;
+    let (method, norm) = (plan.params.method, plan.norm);
+    let w = plan.weights[list];
+    let rank = rank(position);
+    let mut v = f64::NAN;
+    let c = match method {
+        Method::Bordafuse => {
+            v = borda_points(q.n_c, q.n_read[list], rank);
+            w * v
+        }
+        Method::Condorcet => w,
+        _ => {
+            v = match norm {
+                Norm::Rank | Norm::Borda => rank_norm(norm, q.n_c, q.n_read[list], rank),
+                _ if rank == 0 => 0.0,
+                _ => q.norms[list].apply(sign(plan, list) * raw(q.scores, list, position)),
+            };
+            if !v.is_finite() {
+                return Err(v);
+            }
+            term(method, w, v)
+        }
+    };
+    Ok(Contribution {
+        list: list as u32,
+        position,
+        value: c,
+        raw: if rank == 0 {
+            f64::NAN
+        } else {
+            raw(q.scores, list, position)
+        },
+        normalized: v,
+    })
+}
+
+/// The 1-based rank of `position` (0: [`UNRANKED`]).
+#[inline(always)]
+fn rank(position: u32) -> u64 {
+    if position == UNRANKED {
+        0
+    } else {
+        u64::from(position) + 1
+    }
+}
+
+/// What a method adds for a normalised value (BordaFuse: points) `v` of a list of weight `w`.
+#[inline(always)]
+fn term(method: Method, w: f64, v: f64) -> f64 {
+    match method {
+        Method::Wsum
+        | Method::Mixed
+        | Method::RelativeScore
+        | Method::ArithmeticMean
+        | Method::Bordafuse => w * v,
+        Method::GeometricMean if v > 0.0 => w * v.ln(),
+        Method::HarmonicMean if v > 0.0 => w / v,
+        Method::GeometricMean | Method::HarmonicMean => 0.0,
+        _ => v,
+    }
+}
+
+/// The methods whose score is the canonical sum of a key's terms, scaled by [`scale_sum`].
+fn sums_terms(method: Method) -> bool {
+    matches!(
+        method,
+        Method::Sum
+            | Method::Wsum
+            | Method::Mnz
+            | Method::Anz
+            | Method::Gmnz
+            | Method::Wmnz
+            | Method::Mixed
+            | Method::RelativeScore
+            | Method::Dbsf
+    )
+}
+
+/// The score of a [`sums_terms`] method from the canonical sum `total` of a key's terms, the
+/// number of lists `present` holding it and (Wmnz) `weights()`, the canonical sum of their
+/// weights: (score, factor, divisor), NaN for what the method does not apply.
+#[inline(always)]
+fn scale_sum(
+    plan: &Plan,
+    total: f64,
+    present: usize,
+    weights: impl FnOnce() -> f64,
+) -> (f64, f64, f64) {
+    let p = present as f64;
+    let (mut factor, mut divisor) = (f64::NAN, f64::NAN);
+    let score = match plan.params.method {
+        Method::Mnz => {
+            factor = p;
+            total * factor
+        }
+        Method::Anz => {
+            divisor = p;
+            total / divisor
+        }
+        Method::Gmnz => {
+            factor = p.powf(plan.params.gamma.unwrap_or(1.0));
+            total * factor
+        }
+        Method::Wmnz => {
+            factor = weights();
+            total * factor
+        }
+        Method::Mixed => {
+            factor = p.sqrt();
+            total * factor
+        }
+        _ => total,
+    };
+    (score, factor, divisor)
+}
+
+/// Max and min (Python's: the first of the largest, smallest value) or the median of a key's
+/// normalised values `values` (not empty), in list order; sorted in place for the median.
+#[inline(always)]
+fn order_stat(method: Method, values: &mut [f64]) -> f64 {
+    let pick = |better: fn(f64, f64) -> bool| {
+        let mut best = values[0];
+        for &v in &values[1..] {
+            if better(v, best) {
+                best = v;
+            }
+        }
+        best
+    };
+    // A zero is +0.0 whatever the order of the lists (`+ 0.0`).
+    match method {
+        Method::Max => pick(|v, best| v > best) + 0.0,
+        Method::Min => pick(|v, best| v < best) + 0.0,
+        _ => median(values) + 0.0,
+    }
+}
+
+/// The rank and borda normalisations of a key at `rank` (0: not in the list; rank gives 0.0)
+/// in a list of `n_read` items, of `n_c` keys in all.
+#[inline(always)]
+fn rank_norm(norm: Norm, n_c: f64, n_read: u32, rank: u64) -> f64 {
+    match (norm, rank) {
+        (Norm::Borda, 0) => 0.5 - (f64::from(n_read) - 1.0) / (2.0 * n_c),
+        (Norm::Borda, _) => 1.0 - (rank - 1) as f64 / n_c,
+        (_, 0) => 0.0,
+        _ => 1.0 - (rank - 1) as f64 / f64::from(n_read),
+    }
+}
+
+/// BordaFuse's points for a key at `rank` (0: not in the list) in a list of `n_read` items, of
+/// `n_c` keys in all.
+#[inline(always)]
+fn borda_points(n_c: f64, n_read: u32, rank: u64) -> f64 {
+    if rank == 0 {
+        (n_c - f64::from(n_read) + 1.0) / 2.0
+    } else {
+        n_c - rank as f64 + 1.0
+    }
+}
+
+/// Whether the method gives a key a value in every list read, holding it or not.
+fn fills(plan: &Plan) -> bool {
+    plan.norm == Norm::Borda
+        || matches!(
+            plan.params.method,
+            Method::Bordafuse | Method::ArithmeticMean
+        )
+}
+
+/// A key's score from its contributions `mine` (in list order, at least one) of which
+/// `present` lists hold it: (score, factor, divisor), NaN for what the method does not apply.
+/// Condorcet's score is set afterwards. `values` and `sums` are scratch.
+fn combine(
+    plan: &Plan,
+    mine: &[Contribution],
+    present: usize,
+    values: &mut Vec<f64>,
+    sums: &mut Vec<f64>,
+) -> (f64, f64, f64) {
+    values.clear();
+    values.extend(mine.iter().map(|c| c.value));
+    let total = canonical_sum(values);
+    let weight = |c: &Contribution| plan.weights[c.list as usize];
+    let score = match plan.params.method {
+        m if sums_terms(m) => {
+            let wmnz = || {
+                sums.clear();
+                let mut last = u32::MAX;
+                for c in mine {
+                    if c.list != last {
+                        sums.push(plan.weights[c.list as usize]);
+                        last = c.list;
+                    }
+                }
+                canonical_sum(sums)
+            };
+            return scale_sum(plan, total, present, wmnz);
+        }
+        m @ (Method::Max | Method::Min | Method::Med) => {
+            values.clear();
+            values.extend(mine.iter().map(|c| c.normalized));
+            order_stat(m, values)
+        }
+        m @ (Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean) => {
+            let parts = || mine.iter().map(|c| (weight(c), c.normalized, c.value));
+            let (score, divisor) = mean(m, parts, || total, sums);
+            return (score, f64::NAN, divisor);
+        }
+        _ => total,
+    };
+    (score, f64::NAN, f64::NAN)
+}
+
+/// OpenSearch's means of a key from `parts()`, its (weight, normalised value, term) per
+/// contribution, and `total()`, the canonical sum of its terms: (score, divisor). `sums` is
+/// scratch.
+#[inline(always)]
+fn mean<I: Iterator<Item = (f64, f64, f64)>>(
+    method: Method,
+    parts: impl Fn() -> I,
+    total: impl FnOnce() -> f64,
+    sums: &mut Vec<f64>,
+) -> (f64, f64) {
+    // The canonical sum of `of` over the parts whose normalised value `keep` keeps, and their
+    // number.
+    let mut kept = |keep: fn(f64) -> bool, of: fn((f64, f64, f64)) -> f64| {
+        sums.clear();
+        sums.extend(parts().filter(|p| keep(p.1)).map(of));
+        let n = sums.len();
+        (canonical_sum(sums), n)
+    };
+    let weight = |p: (f64, f64, f64)| p.0;
+    let term = |p: (f64, f64, f64)| p.2;
+    match method {
+        Method::ArithmeticMean => {
+            let (weights, _) = kept(|v| v >= 0.0, weight);
+            let (sum, _) = kept(|v| v >= 0.0, term);
+            let score = if weights == 0.0 { 0.0 } else { sum / weights };
+            (score, weights)
+        }
+        Method::GeometricMean => {
+            let (weights, n) = kept(|v| v > 0.0, weight);
+            let score = if n == 0 {
+                0.0
+            } else {
+                (total() / weights).exp()
+            };
+            (score, weights)
+        }
+        _ => {
+            let (terms, n) = kept(|v| v > 0.0, term);
+            let (weights, _) = kept(|v| v > 0.0, weight);
+            let score = if n == 0 { 0.0 } else { weights / terms };
+            (score, terms)
+        }
+    }
+}
+
+/// One query in the engine's dense layout (at most [`super::engine::DENSE_MAX_LISTS`] lists
+/// read, a key counted at most once per list), as its scan left it: what
+/// [`Scored::score_dense`] reads.
+pub struct Dense<'a, C: Fn(usize) -> usize, F: Fn(usize) -> (u32, u32)> {
+    pub plan: &'a Plan,
+    /// The lists read (weight not 0), ascending: list `read[s]` is slot `s`.
+    pub read: &'a [usize],
+    /// Per list (by index), the items read (holes not counted); filled when the method or
+    /// norm reads it.
+    pub n_read: &'a [u32],
+    /// Per slot, the items of its list's window not counted (holes, repeats). With none, the
+    /// list's counted items are its first `read_len` items, in order.
+    pub skipped: &'a [u32],
+    pub n_keys: usize,
+    /// Key k's occurrences (list, position) are `occurrences[k * stride..][..count(k)]`.
+    pub stride: usize,
+    pub occurrences: &'a [(u32, u32)],
+    pub count: C,
+    /// Per key, its first occurrence (list, position), for errors.
+    pub first: F,
+    pub scores: Scores<'a>,
+}
+
+/// Condorcet weighs the sets of lists from a table of their weights' sums up to this many lists
+/// read.
+const CONDORCET_TABLE_LISTS: usize = 8;
+
+/// The largest number of lists a [`Dense`] query reads.
+const DENSE_MAX: usize = super::engine::DENSE_MAX_LISTS;
+
+/// The error of key `key` of a dense query whose fused `score` is not finite.
+fn not_finite_score<C, F>(q: &Dense<'_, C, F>, key: usize, score: f64) -> Error
+where
+    C: Fn(usize) -> usize,
+    F: Fn(usize) -> (u32, u32),
+{
+    let first = (q.first)(key);
+    Problem::NonFiniteScore {
+        key: KeyRef::at(first.0 as usize, first.1 as usize),
+        score,
+        stage: Stage::Fused,
+    }
+    .into()
+}
+
 impl Scored {
     /// Scores every key of `q` by its method (anything but RRF, RBC and the ISR family).
     pub fn score(&mut self, q: &Scanned<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
         let plan = q.plan;
-        let (method, norm) = (plan.params.method, plan.norm);
+        let norm = plan.norm;
         let n_keys = q.offsets.len().saturating_sub(1);
         let n_lists = plan.n_lists();
         self.scores.clear();
@@ -222,24 +584,11 @@ impl Scored {
         self.contributions.clear();
         self.offsets.push(0);
 
-        let raw = |list: usize, position: u32| -> f64 {
-            q.scores
-                .get(list)
-                .copied()
-                .flatten()
-                .map_or(f64::NAN, |s| s[position as usize])
-        };
-        let sign = |list: usize| -> f64 {
-            match &plan.params.lower_is_better {
-                Some(lower) if lower[list] => -1.0,
-                _ => 1.0,
-            }
-        };
-
         // Each list's normalisation, over the raw scores of its counted items in list order.
         self.norms.clear();
         self.norms.resize(n_lists, ListNorm::Identity);
-        if plan.reads_scores() {
+        // (`none` is the identity: no statistics to gather.)
+        if plan.reads_scores() && norm != Norm::None {
             self.by_list.resize_with(n_lists, Vec::new);
             for positions in &mut self.by_list {
                 positions.clear();
@@ -254,206 +603,65 @@ impl Scored {
                 }
                 cancel::sort_unstable_by_key(positions, &|&p| p, cancel)?;
                 self.values.clear();
+                let s = sign(plan, list);
                 self.values
-                    .extend(positions.iter().map(|&p| sign(list) * raw(list, p)));
-                self.norms[list] = list_norm(norm, &mut self.values, cancel)?;
+                    .extend(positions.iter().map(|&p| s * raw(q.scores, list, p)));
+                self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums, cancel)?;
             }
         }
 
-        let n_c = n_keys as f64;
-        let fill =
-            norm == Norm::Borda || matches!(method, Method::Bordafuse | Method::ArithmeticMean);
+        let query = Query {
+            plan,
+            norms: &self.norms,
+            n_read: q.n_read,
+            n_c: n_keys as f64,
+            scores: q.scores,
+        };
+        let fill = fills(plan);
         for key in 0..n_keys {
             if key % POLL_KEYS == 0 {
                 cancel.check()?;
             }
             let first = q.firsts[key];
             let key_ref = || KeyRef::at(first.0 as usize, first.1 as usize);
+            let not_finite = |list: usize| {
+                move |value: f64| -> Error {
+                    Problem::NonFiniteNormalized {
+                        key: key_ref(),
+                        list,
+                        value,
+                    }
+                    .into()
+                }
+            };
             let entries = &q.entries[q.offsets[key] as usize..q.offsets[key + 1] as usize];
             let start = self.contributions.len();
-            // The lists giving the key a value: its own, and with `fill` every list read.
+            // In list order: a list's entries, or its fill-in when it holds none.
             let mut next = 0;
             let mut present = 0usize;
-            let add = |list: usize,
-                       position: u32,
-                       out: &mut Vec<Contribution>|
-             -> Result<(), Error> {
-                let w = plan.weights[list];
-                let rank = if position == UNRANKED {
-                    0
-                } else {
-                    position as u64 + 1
-                };
-                let mut v = f64::NAN;
-                let c = match method {
-                    Method::Bordafuse => {
-                        v = if rank == 0 {
-                            (n_c - f64::from(q.n_read[list]) + 1.0) / 2.0
-                        } else {
-                            n_c - rank as f64 + 1.0
-                        };
-                        w * v
-                    }
-                    Method::Condorcet => w,
-                    _ => {
-                        v = if rank == 0 {
-                            if norm == Norm::Borda {
-                                0.5 - (f64::from(q.n_read[list]) - 1.0) / (2.0 * n_c)
-                            } else {
-                                0.0
-                            }
-                        } else {
-                            match norm {
-                                Norm::Rank => 1.0 - (rank - 1) as f64 / f64::from(q.n_read[list]),
-                                Norm::Borda => 1.0 - (rank - 1) as f64 / n_c,
-                                _ => self.norms[list].apply(sign(list) * raw(list, position)),
-                            }
-                        };
-                        if !v.is_finite() {
-                            return Err(Problem::NonFiniteNormalized {
-                                key: key_ref(),
-                                list,
-                                value: v,
-                            }
-                            .into());
-                        }
-                        match method {
-                            Method::Wsum
-                            | Method::Mixed
-                            | Method::RelativeScore
-                            | Method::ArithmeticMean => w * v,
-                            Method::GeometricMean if v > 0.0 => w * v.ln(),
-                            Method::HarmonicMean if v > 0.0 => w / v,
-                            Method::GeometricMean | Method::HarmonicMean => 0.0,
-                            _ => v,
-                        }
-                    }
-                };
-                out.push(Contribution {
-                    list: list as u32,
-                    position,
-                    value: c,
-                    raw: if rank == 0 {
-                        f64::NAN
-                    } else {
-                        raw(list, position)
-                    },
-                    normalized: v,
-                });
-                Ok(())
-            };
-            // In list order: a list's entries, or its fill-in when it holds none.
             for &list in q.read {
                 let mut held = false;
                 while next < entries.len() && entries[next].list as usize == list {
-                    add(list, entries[next].position, &mut self.contributions)?;
+                    let c = contribution(&query, list, entries[next].position)
+                        .map_err(not_finite(list))?;
+                    self.contributions.push(c);
                     next += 1;
                     held = true;
                 }
                 if held {
                     present += 1;
                 } else if fill {
-                    add(list, UNRANKED, &mut self.contributions)?;
+                    let c = contribution(&query, list, UNRANKED).map_err(not_finite(list))?;
+                    self.contributions.push(c);
                     if norm == Norm::Borda {
                         present += 1;
                     }
                 }
             }
             let mine = &self.contributions[start..];
-            self.values.clear();
-            self.values.extend(mine.iter().map(|c| c.value));
-            let total = canonical_sum(&mut self.values);
-            let p = present as f64;
-            let (mut factor, mut divisor) = (f64::NAN, f64::NAN);
-            // The canonical sum of `of` over the contributions `keep` keeps, and their number.
-            let kept = |sums: &mut Vec<f64>,
-                        keep: &dyn Fn(&Contribution) -> bool,
-                        of: &dyn Fn(&Contribution) -> f64| {
-                sums.clear();
-                sums.extend(mine.iter().filter(|c| keep(c)).map(of));
-                let n = sums.len();
-                (canonical_sum(sums), n)
-            };
-            let weight = |c: &Contribution| plan.weights[c.list as usize];
-            // Python's max and min: the first of the largest (smallest) values.
-            let pick = |better: fn(f64, f64) -> bool| {
-                let mut best = mine[0].normalized;
-                for c in &mine[1..] {
-                    if better(c.normalized, best) {
-                        best = c.normalized;
-                    }
-                }
-                best
-            };
-            let score = match method {
-                Method::Mnz => {
-                    factor = p;
-                    total * factor
-                }
-                Method::Anz => {
-                    divisor = p;
-                    total / divisor
-                }
-                Method::Gmnz => {
-                    factor = p.powf(plan.params.gamma.unwrap_or(1.0));
-                    total * factor
-                }
-                Method::Wmnz => {
-                    self.sums.clear();
-                    let mut last = u32::MAX;
-                    for c in mine {
-                        if c.list != last {
-                            self.sums.push(plan.weights[c.list as usize]);
-                            last = c.list;
-                        }
-                    }
-                    factor = canonical_sum(&mut self.sums);
-                    total * factor
-                }
-                Method::Mixed => {
-                    factor = p.sqrt();
-                    total * factor
-                }
-                // A zero is +0.0 whatever the order of the lists (`+ 0.0`).
-                Method::Max => pick(|v, best| v > best) + 0.0,
-                Method::Min => pick(|v, best| v < best) + 0.0,
-                Method::Med => {
-                    self.values.clear();
-                    self.values.extend(mine.iter().map(|c| c.normalized));
-                    median(&mut self.values) + 0.0
-                }
-                Method::ArithmeticMean => {
-                    let (weights, _) = kept(&mut self.sums, &|c| c.normalized >= 0.0, &weight);
-                    let (sum, _) = kept(&mut self.sums, &|c| c.normalized >= 0.0, &|c| c.value);
-                    divisor = weights;
-                    if weights == 0.0 {
-                        0.0
-                    } else {
-                        sum / weights
-                    }
-                }
-                Method::GeometricMean => {
-                    let (weights, n) = kept(&mut self.sums, &|c| c.normalized > 0.0, &weight);
-                    divisor = weights;
-                    if n == 0 {
-                        0.0
-                    } else {
-                        (total / weights).exp()
-                    }
-                }
-                Method::HarmonicMean => {
-                    let (terms, n) = kept(&mut self.sums, &|c| c.normalized > 0.0, &|c| c.value);
-                    let (weights, _) = kept(&mut self.sums, &|c| c.normalized > 0.0, &weight);
-                    divisor = terms;
-                    if n == 0 {
-                        0.0
-                    } else {
-                        weights / terms
-                    }
-                }
-                _ => total,
-            };
-            if method != Method::Condorcet && !score.is_finite() {
+            let (score, factor, divisor) =
+                combine(plan, mine, present, &mut self.values, &mut self.sums);
+            if plan.params.method != Method::Condorcet && !score.is_finite() {
                 return Err(Problem::NonFiniteScore {
                     key: key_ref(),
                     score,
@@ -466,8 +674,195 @@ impl Scored {
             self.divisors.push(divisor);
             self.offsets.push(self.contributions.len() as u32);
         }
-        if method == Method::Condorcet {
+        if plan.params.method == Method::Condorcet {
             self.condorcet(q, n_keys);
+        }
+        Ok(())
+    }
+
+    /// [`Scored::score`] of a query in the dense layout, without traces, straight from the
+    /// scan's slots (no per-key entries, contributions kept only while their key is scored):
+    /// appends every key's score to `out`, the same bits as `score`. Not for Condorcet.
+    pub fn score_dense<C, F>(
+        &mut self,
+        q: &Dense<'_, C, F>,
+        out: &mut Vec<f64>,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error>
+    where
+        C: Fn(usize) -> usize,
+        F: Fn(usize) -> (u32, u32),
+    {
+        let plan = q.plan;
+        let norm = plan.norm;
+        debug_assert!(plan.params.method != Method::Condorcet && q.read.len() <= DENSE_MAX);
+        let n_lists = plan.n_lists();
+        self.norms.clear();
+        self.norms.resize(n_lists, ListNorm::Identity);
+        if plan.reads_scores() && norm != Norm::None {
+            for (slot, &list) in q.read.iter().enumerate() {
+                self.values.clear();
+                let s = sign(plan, list);
+                match q.scores.get(list).copied().flatten() {
+                    // Every item of the window counted: its scores, in list order.
+                    Some(row) if q.skipped[slot] == 0 => {
+                        let n = plan.read_len(list, row.len());
+                        self.values.extend(row[..n].iter().map(|&x| s * x));
+                    }
+                    _ => {
+                        let positions = &mut self.positions;
+                        positions.clear();
+                        for key in 0..q.n_keys {
+                            let at = key * q.stride;
+                            for &(l, p) in &q.occurrences[at..at + (q.count)(key)] {
+                                if l as usize == list {
+                                    positions.push(p);
+                                }
+                            }
+                        }
+                        positions.sort_unstable();
+                        self.values
+                            .extend(positions.iter().map(|&p| s * raw(q.scores, list, p)));
+                    }
+                }
+                if !self.values.is_empty() {
+                    self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums, cancel)?;
+                }
+            }
+        }
+        self.slot_of.clear();
+        self.slot_of.resize(n_lists, 0);
+        for (slot, &list) in q.read.iter().enumerate() {
+            self.slot_of[list] = slot as u8;
+        }
+        let (n_c, n_read) = (q.n_keys as f64, q.n_read);
+        if plan.params.method == Method::Bordafuse {
+            return self.dense_keys(q, out, cancel, |_, list, position| {
+                borda_points(n_c, n_read[list], rank(position))
+            });
+        }
+        if !plan.reads_scores() {
+            return self.dense_keys(q, out, cancel, |_, list, position| {
+                rank_norm(plan.norm, n_c, n_read[list], rank(position))
+            });
+        }
+        // Per list read (by slot): its normalisation, sign and raw scores.
+        let mut lists = [(ListNorm::Identity, 1.0, &[][..]); DENSE_MAX];
+        for (slot, &list) in q.read.iter().enumerate() {
+            let row = q.scores.get(list).copied().flatten().unwrap_or_default();
+            lists[slot] = (self.norms[list], sign(plan, list), row);
+        }
+        self.dense_keys(q, out, cancel, |slot, _, position| {
+            if position == UNRANKED {
+                return 0.0;
+            }
+            let (norm, s, row) = lists[slot];
+            let raw = row.get(position as usize).copied().unwrap_or(f64::NAN);
+            norm.apply(s * raw)
+        })
+    }
+
+    /// Every key's score in the dense layout, as [`Scored::score`] and [`combine`] compute it,
+    /// a key's contributions in arrays of [`DENSE_MAX`] (no per-key buffer).
+    /// `value(slot, list, position)` is the normalised value (BordaFuse: the points) of the key
+    /// at `position` in list `list`, the `slot`-th list read ([`UNRANKED`]: the fill-in of a
+    /// list not holding it).
+    #[inline(always)]
+    fn dense_keys<C, F>(
+        &mut self,
+        q: &Dense<'_, C, F>,
+        out: &mut Vec<f64>,
+        cancel: &Cancel<'_>,
+        value: impl Fn(usize, usize, u32) -> f64,
+    ) -> Result<(), Error>
+    where
+        C: Fn(usize) -> usize,
+        F: Fn(usize) -> (u32, u32),
+    {
+        let plan = q.plan;
+        let method = plan.params.method;
+        let fill = fills(plan);
+        let borda = plan.norm == Norm::Borda;
+        // A sum of terms with no fill-in needs no list order (canonical sums): the terms straight
+        // from the key's occurrences, in scan order. A value that is not finite is reported by
+        // the loop in list order below, as `score` reports it.
+        let direct = sums_terms(method) && !fill;
+        let scores = plan.reads_scores();
+        for key in 0..q.n_keys {
+            if key % POLL_KEYS == 0 {
+                cancel.check()?;
+            }
+            let at = key * q.stride;
+            let occurrences = &q.occurrences[at..at + (q.count)(key)];
+            if direct {
+                let (mut ws, mut cs) = ([0.0f64; DENSE_MAX], [0.0f64; DENSE_MAX]);
+                let mut finite = true;
+                for (i, &(list, position)) in occurrences.iter().enumerate() {
+                    let (list, slot) = (list as usize, self.slot_of[list as usize] as usize);
+                    let (w, v) = (plan.weights[list], value(slot, list, position));
+                    finite &= v.is_finite();
+                    (ws[i], cs[i]) = (w, term(method, w, v));
+                }
+                if finite {
+                    let n = occurrences.len();
+                    let total = canonical_sum(&mut cs[..n]);
+                    let score = scale_sum(plan, total, n, || canonical_sum(&mut ws[..n])).0;
+                    if !score.is_finite() {
+                        return Err(not_finite_score(q, key, score));
+                    }
+                    out.push(score);
+                    continue;
+                }
+            }
+            let mut by_slot = [UNRANKED; DENSE_MAX];
+            for &(list, position) in occurrences {
+                by_slot[self.slot_of[list as usize] as usize] = position;
+            }
+            // Per contribution, in list order: weight, normalised value, term.
+            let (mut ws, mut vs, mut cs) =
+                ([0.0f64; DENSE_MAX], [0.0; DENSE_MAX], [0.0; DENSE_MAX]);
+            let (mut n, mut present) = (0, 0usize);
+            for (slot, (&list, &position)) in q.read.iter().zip(&by_slot).enumerate() {
+                if position == UNRANKED && !fill {
+                    continue;
+                }
+                let (w, v) = (plan.weights[list], value(slot, list, position));
+                // (Rank values and BordaFuse's points are finite: only scores are checked.)
+                if scores && !v.is_finite() {
+                    let first = (q.first)(key);
+                    return Err(Problem::NonFiniteNormalized {
+                        key: KeyRef::at(first.0 as usize, first.1 as usize),
+                        list,
+                        value: v,
+                    }
+                    .into());
+                }
+                (ws[n], vs[n], cs[n]) = (w, v, term(method, w, v));
+                n += 1;
+                present += usize::from(position != UNRANKED || borda);
+            }
+            let score = match method {
+                m @ (Method::Max | Method::Min | Method::Med) => order_stat(m, &mut vs[..n]),
+                m @ (Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean) => {
+                    // (`total` sorts a copy: `parts` reads the terms beside their weights.)
+                    let mut terms = cs;
+                    let total = || canonical_sum(&mut terms[..n]);
+                    let parts = || (0..n).map(|i| (ws[i], vs[i], cs[i]));
+                    mean(m, parts, total, &mut self.sums).0
+                }
+                m => {
+                    let total = canonical_sum(&mut cs[..n]);
+                    if sums_terms(m) {
+                        scale_sum(plan, total, present, || canonical_sum(&mut ws[..n])).0
+                    } else {
+                        total // BordaFuse
+                    }
+                }
+            };
+            if !score.is_finite() {
+                return Err(not_finite_score(q, key, score));
+            }
+            out.push(score);
         }
         Ok(())
     }
@@ -490,30 +885,57 @@ impl Scored {
             }
         }
         let weights: Vec<f64> = q.read.iter().map(|&i| q.plan.weights[i]).collect();
+        // x beats y when the lists ranking x ahead of y weigh more than those ranking y ahead
+        // of x (canonical sums of their weights): both answers from one comparison. With few
+        // lists, the sums of every set of lists (by bits) in a table.
+        let table: Vec<f64> = if l <= CONDORCET_TABLE_LISTS {
+            (0..1usize << l)
+                .map(|set| {
+                    let mut ws: Vec<f64> = (0..l)
+                        .filter(|s| set >> s & 1 == 1)
+                        .map(|s| weights[s])
+                        .collect();
+                    canonical_sum(&mut ws)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let (mut ahead, mut behind) = (Vec::with_capacity(l), Vec::with_capacity(l));
-        for x in 0..n_keys {
-            let rx = &self.ranks[x * l..(x + 1) * l];
-            let mut wins = 0u32;
-            for y in 0..n_keys {
-                if y == x {
-                    continue;
-                }
-                let ry = &self.ranks[y * l..(y + 1) * l];
-                ahead.clear();
-                behind.clear();
+        let mut weigh = |rx: &[u32], ry: &[u32]| -> (f64, f64) {
+            if !table.is_empty() {
+                let (mut a, mut b) = (0usize, 0usize);
                 for s in 0..l {
-                    // UNRANKED is the largest position: a present key is ahead of a missing one.
-                    if rx[s] < ry[s] {
-                        ahead.push(weights[s]);
-                    } else if ry[s] < rx[s] {
-                        behind.push(weights[s]);
-                    }
+                    a |= usize::from(rx[s] < ry[s]) << s;
+                    b |= usize::from(ry[s] < rx[s]) << s;
                 }
-                if canonical_sum(&mut ahead) > canonical_sum(&mut behind) {
-                    wins += 1;
+                return (table[a], table[b]);
+            }
+            ahead.clear();
+            behind.clear();
+            for s in 0..l {
+                // UNRANKED is the largest position: a present key is ahead of a missing one.
+                if rx[s] < ry[s] {
+                    ahead.push(weights[s]);
+                } else if ry[s] < rx[s] {
+                    behind.push(weights[s]);
                 }
             }
-            self.scores[x] = 1.0 + f64::from(wins);
+            (canonical_sum(&mut ahead), canonical_sum(&mut behind))
+        };
+        let wins = &mut self.scores;
+        wins.clear();
+        wins.resize(n_keys, 1.0);
+        for x in 0..n_keys {
+            let rx = &self.ranks[x * l..(x + 1) * l];
+            for y in x + 1..n_keys {
+                let (a, b) = weigh(rx, &self.ranks[y * l..(y + 1) * l]);
+                if a > b {
+                    wins[x] += 1.0;
+                } else if b > a {
+                    wins[y] += 1.0;
+                }
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ pub use method::Scores;
 pub use params::{Duplicates, Method, Norm, Params, Plan, TieBreak};
 pub use trace::{Contribution, Trace};
 
-use crate::cancel::{self, Cancel};
+use crate::cancel::Cancel;
 use crate::error::Result;
 
 /// The hasher of the core's hash tables (seeded per process).
@@ -49,21 +49,6 @@ pub fn canonical_sum(values: &mut [f64]) -> f64 {
             values.iter().fold(0.0, |acc, &v| acc + v)
         }
     }
-}
-
-/// [`canonical_sum`] that `cancel` can stop (`Problem::Interrupted`): a long list is sorted in
-/// pieces (see [`cancel::sort_unstable_by_key`]). The same order, so the same bits.
-pub fn canonical_sum_cancellable(values: &mut [f64], cancel: &Cancel<'_>) -> Result<f64> {
-    if values.len() <= 2 {
-        return Ok(canonical_sum(values));
-    }
-    // `f64::total_cmp`'s key: equal keys are equal bits.
-    let key = |&v: &f64| {
-        let bits = v.to_bits() as i64;
-        bits ^ (((bits >> 63) as u64) >> 1) as i64
-    };
-    cancel::sort_unstable_by_key(values, &key, cancel)?;
-    Ok(values.iter().fold(0.0, |acc, &v| acc + v))
 }
 
 /// One fused hit of [`rrf`]: its key's first occurrence (list, position) and its score.

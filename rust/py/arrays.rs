@@ -253,6 +253,10 @@ pub fn float_matrix(value: &Bound<'_, PyAny>, name: &str) -> PyResult<(Vec<f64>,
     let array = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
     let shape = (array.shape()[0], array.shape()[1]);
     let converted = contiguous(&array, "float64")?;
-    let data = slice(&borrow::<f64>(&converted)?)?.to_vec();
+    let source = borrow::<f64>(&converted)?;
+    let source = slice(&source)?;
+    // Huge pages, as for the ids (`copy_ids`): fresh memory faults per 4 KiB page otherwise.
+    let mut data: Vec<f64> = memory::vec_with_capacity(source.len());
+    data.extend_from_slice(source);
     Ok((data, shape))
 }

@@ -10,6 +10,7 @@ mod arrays;
 mod batch;
 mod errors;
 mod keys;
+mod optimize;
 mod results;
 mod revalidate;
 mod rrf;
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(revalidate::revalidate, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::pool_size, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate_batch, m)?)?;
+    m.add_class::<optimize::PyTrace>()?;
     m.add("TrecFormatError", errors::trec_format_error(m.py())?)?;
     trec::register(m)
 }

@@ -4,7 +4,7 @@
 //! `repr` writes the decimal with the fewest significant digits that reads back as `x`, of those
 //! the closest to `x`, ties to even (David Gay's `dtoa` mode 0). Rust's `{:e}` writes the
 //! shortest decimal that reads back as `x` too, the closest too, but breaks exact ties upwards
-//! (`2.0f64.powi(50) + 0.25`: Python `1125899906842624.2`, Rust `...624.3`). So the digits agree
+//! (`2^50 + 0.25`: Python `1125899906842624.2`, Rust `...624.3`). So the digits agree
 //! unless `x` is exactly halfway between two shortest decimals `M * 10^s` and `(M ± 1) * 10^s`,
 //! i.e. exactly `(10 M ± 5) * 10^(s-1)`, which is checked with integers; then the even one is
 //! taken, if it reads back as `x` too. Then Python's layout: scientific (`1e+16`, `1.5e-07`: signed exponent of at least two
@@ -105,8 +105,8 @@ fn is_decimal(x: f64, d: u64, t: i32) -> bool {
         if t > 22 {
             return false;
         }
-        let y = x / 2f64.powi(t); // exact: a power of two
-        if y.fract() != 0.0 || y >= 2f64.powi(127) {
+        let y = x / pow2(t); // exact: a power of two
+        if y.fract() != 0.0 || y >= pow2(127) {
             return false;
         }
         return y as u128 == u128::from(d) * 5u128.pow(t as u32);
@@ -117,8 +117,15 @@ fn is_decimal(x: f64, d: u64, t: i32) -> bool {
         return false;
     }
     let q = d / 5u64.pow(u);
-    let y = x * 2f64.powi(u as i32); // exact (or infinite, then unequal)
-    y.fract() == 0.0 && y < 2f64.powi(64) && y as u64 == q
+    let y = x * pow2(u as i32); // exact (or infinite, then unequal)
+    y.fract() == 0.0 && y < pow2(64) && y as u64 == q
+}
+
+/// 2^n for -1022 <= n <= 1023, exactly: built from its bits (`powi`'s precision is not
+/// specified; Miri, for one, varies it).
+fn pow2(n: i32) -> f64 {
+    debug_assert!((-1022..=1023).contains(&n));
+    f64::from_bits(((1023 + n) as u64) << 52)
 }
 
 #[cfg(test)]
@@ -151,19 +158,26 @@ mod tests {
     }
 
     #[test]
+    fn powers_of_two_are_exact() {
+        assert_eq!(pow2(0), 1.0);
+        assert_eq!(pow2(1), 2.0);
+        assert_eq!(pow2(-1), 0.5);
+        assert_eq!(pow2(50), 1125899906842624.0);
+        assert_eq!(pow2(64), 18446744073709551616.0);
+        assert_eq!(pow2(-1022), f64::MIN_POSITIVE);
+        assert_eq!(pow2(1023), 8.98846567431158e307);
+    }
+
+    #[test]
     fn exact_halfway_goes_to_even() {
         // 2^50 + 0.25: Python 1125899906842624.2, where Rust's {:e} rounds up.
-        assert_eq!(float(2f64.powi(50) + 0.25), "1125899906842624.2");
-        assert_eq!(float(2f64.powi(50) + 0.75), "1125899906842624.8");
+        assert_eq!(float(pow2(50) + 0.25), "1125899906842624.2");
+        assert_eq!(float(pow2(50) + 0.75), "1125899906842624.8");
         // 2^-24 lies exactly between ...062e-08 and ...063e-08, but only the odd one reads
         // back (below a power of two the doubles are twice as close): Python keeps it.
-        assert_eq!(float(2f64.powi(-24)), "5.960464477539063e-08");
+        assert_eq!(float(pow2(-24)), "5.960464477539063e-08");
         // Every shortest repr reads back as the number.
-        for x in [
-            2f64.powi(50) + 0.25,
-            2f64.powi(51) + 0.5,
-            9007199254740993.0,
-        ] {
+        for x in [pow2(50) + 0.25, pow2(51) + 0.5, 9007199254740993.0] {
             assert_eq!(float(x).parse::<f64>().unwrap(), x);
         }
     }

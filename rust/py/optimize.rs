@@ -1,0 +1,195 @@
+//! `_Trace`: a traced fusion of a batch of queries, held in Rust, from which `combine` scores
+//! many settings of the method (the grid search of `rankfusion.optimize`; `crate::optimize`).
+//!
+//! The arrays are copied in once (so no other Python thread can write what the core reads with
+//! the GIL released); each `combine` builds the settings' plans with the GIL held, scores them
+//! with it released, and hands the kept hits back as new arrays.
+
+use numpy::{
+    IntoPyArray, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::args::integer;
+use super::arrays::{borrow, contiguous, numpy, shape, slice, thread_count};
+use super::errors::core_error;
+use crate::error::Error;
+use crate::fusion::{Method, Norm, Params};
+use crate::optimize::{self, Trace};
+
+/// `value` as an array of `ndim` dimensions whose dtype kind is one of `kinds`, copied as a
+/// C-contiguous `dtype` array; and its shape.
+fn copied<T: numpy::Element + Copy>(
+    value: &Bound<'_, PyAny>,
+    name: &str,
+    ndim: usize,
+    kinds: &[u8],
+    dtype: &str,
+) -> PyResult<(Vec<T>, Vec<usize>)> {
+    let py = value.py();
+    let array = numpy(py)?
+        .call_method1("asarray", (value,))?
+        .cast_into::<PyUntypedArray>()?;
+    if !kinds.contains(&array.dtype().kind()) {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an array of {dtype}, got dtype {}",
+            array.dtype().str()?
+        )));
+    }
+    if array.ndim() != ndim {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a {ndim}-D array, got shape {}",
+            shape(&array)?
+        )));
+    }
+    let converted = contiguous(&array, dtype)?;
+    let data = slice(&borrow::<T>(&converted)?)?.to_vec();
+    Ok((data, array.shape().to_vec()))
+}
+
+/// A setting's error: `"settings[s]: "` and the core's message (with its `row q: ` prefix).
+fn setting_error(py: Python<'_>, setting: usize, e: Error) -> PyErr {
+    let err = core_error(py, e, None);
+    PyValueError::new_err(format!("settings[{setting}]: {}", err.value(py)))
+}
+
+/// A traced fusion of Q queries: `fuse_batch(..., trace=True)` with weight 1 for every list (so
+/// that every list is read), given as its `ids` (Q, W), `counts` (Q,), `ranks` (Q, W, L) and,
+/// for score-based methods, `normalized` (Q, W, L). See `combine`.
+#[pyclass(frozen, module = "rankfusion._core", name = "_Trace")]
+pub struct PyTrace {
+    trace: Trace,
+}
+
+#[pymethods]
+impl PyTrace {
+    #[new]
+    #[pyo3(signature = (ids, counts, ranks, normalized=None))]
+    fn new(
+        ids: &Bound<'_, PyAny>,
+        counts: &Bound<'_, PyAny>,
+        ranks: &Bound<'_, PyAny>,
+        normalized: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let (ids, shape) = copied::<i64>(ids, "ids", 2, b"iu", "int64")?;
+        let (counts, _) = copied::<i64>(counts, "counts", 1, b"iu", "int64")?;
+        let (ranks, ranks_shape) = copied::<i32>(ranks, "ranks", 3, b"iu", "int32")?;
+        let values = normalized
+            .map(|v| copied::<f64>(v, "normalized", 3, b"f", "float64"))
+            .transpose()?;
+        let (rows, width, lists) = (shape[0], shape[1], ranks_shape[2]);
+        let same = |s: &[usize]| s[..2] == [rows, width];
+        if !same(&ranks_shape) || values.as_ref().is_some_and(|(_, s)| !same(s)) {
+            return Err(PyValueError::new_err(format!(
+                "ranks and normalized must have the shape ({rows}, {width}, lists)"
+            )));
+        }
+        let trace = Trace::new(
+            (rows, width, lists),
+            ids,
+            &counts,
+            ranks,
+            values.map(|(v, _)| v),
+        )?;
+        Ok(PyTrace { trace })
+    }
+
+    /// Scores S settings of `method` (with `norm`, as traced) from the trace, with the GIL
+    /// released, on up to `threads` threads: `weights` (S, L) (weighted methods; None: 1.0 for
+    /// every list), `values` (S,) the method's parameter (k for rrf, phi for rbc, gamma for
+    /// gmnz, sigma for logn_isr; None for the others), `limit` as fuse's. Each row is cut at
+    /// `cutoff` when given (its hits whose score as a C float is at least its cutoff-th's).
+    /// Returns `(counts, ids, scores)`: counts (S, Q) int64, then the kept hits' ids and scores
+    /// (int64, float64), setting after setting and row after row, each row in fuse's order.
+    /// Errors: a ValueError `"settings[s]: ..."` for the first setting that fuse would refuse
+    /// (its message, `row q: ` first for a row that cannot be fused), or that is not scored from
+    /// a trace (a method, norm or argument that needs the whole fusion).
+    #[pyo3(signature = (method, norm, weights, values, *, limit=None, cutoff=None, threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn combine<'py>(
+        &self,
+        py: Python<'py>,
+        method: Method,
+        norm: Option<Norm>,
+        weights: Option<&Bound<'py, PyAny>>,
+        values: Option<&Bound<'py, PyAny>>,
+        limit: Option<&Bound<'py, PyAny>>,
+        cutoff: Option<&Bound<'py, PyAny>>,
+        threads: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let (rows, lists) = (self.trace.rows(), self.trace.lists());
+        let weights = weights
+            .map(|w| copied::<f64>(w, "weights", 2, b"iuf", "float64"))
+            .transpose()?;
+        let values = values
+            .map(|v| copied::<f64>(v, "values", 1, b"iuf", "float64"))
+            .transpose()?;
+        let n = match (&weights, &values) {
+            (Some((_, s)), _) if s[1] != lists => {
+                return Err(PyValueError::new_err(format!(
+                    "weights has {} columns for the trace's {lists} lists",
+                    s[1]
+                )))
+            }
+            (Some((_, s)), Some((v, _))) if v.len() != s[0] => {
+                return Err(PyValueError::new_err(format!(
+                    "weights has {} settings, values {}",
+                    s[0],
+                    v.len()
+                )))
+            }
+            (Some((_, s)), _) => s[0],
+            (None, Some((v, _))) => v.len(),
+            (None, None) => {
+                return Err(PyValueError::new_err(
+                    "weights or values must give the settings",
+                ))
+            }
+        };
+        let limit = limit.map(|l| integer(l, "limit", 0)).transpose()?;
+        let cutoff = cutoff.map(|c| integer(c, "cutoff", 1)).transpose()?;
+        let n_threads = thread_count(threads)?;
+        let mut plans = Vec::with_capacity(n);
+        for s in 0..n {
+            let mut p = Params {
+                method,
+                norm,
+                limit,
+                ..Params::default()
+            };
+            if let Some((w, _)) = &weights {
+                p.weights = Some(w[s * lists..(s + 1) * lists].to_vec());
+            }
+            if let Some((v, _)) = &values {
+                let x = v[s];
+                match method {
+                    Method::Rrf => p.k = x,
+                    Method::Rbc => p.phi = Some(x),
+                    Method::Gmnz => p.gamma = Some(x),
+                    Method::LognIsr => p.sigma = Some(x),
+                    _ => {
+                        return Err(PyValueError::new_err(format!(
+                            "method '{}' has no parameter to give as values",
+                            method.name()
+                        )))
+                    }
+                }
+            }
+            plans.push(p.plan(lists).map_err(|e| setting_error(py, s, e))?);
+        }
+        let combined = py
+            .detach(|| optimize::combine(&self.trace, &plans, cutoff, n_threads))
+            .map_err(|e| setting_error(py, e.setting, e.error))?;
+        let counts = combined.counts.into_pyarray(py).reshape([n, rows])?;
+        PyTuple::new(
+            py,
+            [
+                counts.into_any(),
+                combined.ids.into_pyarray(py).into_any(),
+                combined.scores.into_pyarray(py).into_any(),
+            ],
+        )
+    }
+}
