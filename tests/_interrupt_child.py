@@ -4,13 +4,14 @@ SIGINT.
     python tests/_interrupt_child.py FOLDER WORKLOAD...
 
 For each workload, in order, the child sizes the input so that an uninterrupted call would take
-about `TARGET` seconds on this machine (extrapolated from the best of two calls on a small
-input; at most a size that keeps the memory reasonable), builds it, prints ``ready <name> <estimated seconds>`` and waits for ``go`` on stdin.
-Then it prints ``start <name>`` and makes the call; the parent sends SIGINT. The child prints
-``caught <exception type> <time>`` or ``finished <time>`` (CLOCK_MONOTONIC, which the processes
-share), then makes a small call of the same function and prints ``check <name> <ok>``: whether
-its result equals the reference's (the pools and the engines are usable after the
-interruption).
+about `TARGET` seconds of CPU on this machine (extrapolated from the best of two calls on a small
+input; at most a size that keeps the memory reasonable) and builds it. Then, for each trial, it
+prints ``ready <name> <estimated seconds>`` and reads a line: ``next`` ends the workload's
+trials; ``go`` starts one. It prints ``start <name>`` and makes the call; the parent sends
+SIGINT. The child prints ``caught <exception type> <time>`` or ``finished <time>``
+(CLOCK_MONOTONIC, which the processes share), then makes a small call of the same function and
+prints ``check <name> <ok>``: whether its result equals the reference's (the pools and the
+engines are usable after the interruption).
 
 A workload's name may end in ``:raise`` (SIGINT's handler raises ``Stop``) or ``:ignore`` (the
 handler returns: the call must finish, with the result of an uninterrupted call). The run files
@@ -169,16 +170,18 @@ def workloads(folder):
 
 
 def timed(call, data) -> float:
-    start = time.perf_counter()
+    """The CPU time of ``call(data)`` (all threads): unlike the clock's, it does not shrink the
+    sizes when the machine is loaded while the child measures."""
+    start = time.process_time()
     call(data)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def sized(make, call, n0, cap, target):
-    """The size for which `call` would take about `target` seconds, and that estimate."""
+    """The size for which `call` would take about `target` seconds of CPU, and that estimate."""
     data = make(n0)
     call(data)  # warm: pools, engines
-    t = min(timed(call, data) for _ in range(2))
+    t = max(min(timed(call, data) for _ in range(2)), 1e-3)
     n = max(n0, min(cap, int(n0 * target / t)))
     return n, t * n / n0
 
@@ -200,24 +203,28 @@ def main() -> None:
         handler = {"raise": raise_stop, "ignore": lambda *_: None}.get(mode)
         if handler is not None:
             signal.signal(signal.SIGINT, handler)
-        print("ready", name, estimate, flush=True)
-        sys.stdin.readline()
-        print("start", name, flush=True)
-        try:
+        result = None
+        # Trials until the parent says "next".
+        while True:
+            print("ready", name, estimate, flush=True)
+            if sys.stdin.readline().strip() != "go":
+                break
+            print("start", name, flush=True)
             try:
-                result = call(data)
-                print("finished", time.monotonic(), flush=True)
-            except (KeyboardInterrupt, Stop) as e:
-                result = None
-                print("caught", type(e).__name__, time.monotonic(), flush=True)
-            ok = check(data)
-            if mode == "ignore":
-                ok = ok and result is not None and same_result(result, expected)
-        except (KeyboardInterrupt, Stop):  # a signal handled after the call had returned
-            print("late", time.monotonic(), flush=True)
-            ok = check(data)
+                try:
+                    result = call(data)
+                    print("finished", time.monotonic(), flush=True)
+                except (KeyboardInterrupt, Stop) as e:
+                    result = None
+                    print("caught", type(e).__name__, time.monotonic(), flush=True)
+                ok = check(data)
+                if mode == "ignore":
+                    ok = ok and result is not None and same_result(result, expected)
+            except (KeyboardInterrupt, Stop):  # a signal handled after the call had returned
+                print("late", time.monotonic(), flush=True)
+                ok = check(data)
+            print("check", name, ok, flush=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        print("check", name, ok, flush=True)
         del data, expected, result
 
 
