@@ -62,6 +62,27 @@ def parse_lines(text):
 # --- fuse -------------------------------------------------------------------------------------
 
 
+def test_the_commands_choices_are_the_references_methods_and_norms():
+    # The command takes its choices from the core (importing the reference would slow its
+    # start); they must be the names the reference defines, in its order.
+    from rankfusion import _core, _reference
+
+    assert _core._METHODS == tuple(_reference.METHODS)
+    assert _core._NORMS == _reference.NORMS
+
+
+def test_the_command_does_not_import_the_reference(tmp_path):
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 d1 1 2.0 a\n1 Q0 d2 2 1.0 a\n")
+    code = (
+        "import sys; from rankfusion.cli import main; "
+        f"main(['fuse', {str(run)!r}, {str(run)!r}, '-o', {str(tmp_path / 'o.run')!r}, '-q']); "
+        "print('rankfusion._reference' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_fuse_to_stdout(runs):
     a, b = runs
     p = rankfusion("fuse", a, b, "--quiet")

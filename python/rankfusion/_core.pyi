@@ -14,6 +14,8 @@ __all__ = [
     "_parse_qrels",
     "_RunFile",
     "_Trace",
+    "_METHODS",
+    "_NORMS",
     "_fuse_run_files",
     "_parse_run",
     "_parse_run_files",
@@ -360,6 +362,9 @@ def rrf_many(
     threads: Optional[int] = None,
 ) -> list[list[Hit]]:
     """``[rrf(lists, **kwargs) for lists in queries]`` in one call, in parallel."""
+
+_METHODS: tuple[str, ...]  # the fusion methods' names, as `fuse` accepts them
+_NORMS: tuple[str, ...]  # the normalisations' names
 
 class TrecFormatError(ValueError):
     """A run or qrels file that cannot be read: names the file and, where it applies, the line.

@@ -142,7 +142,8 @@ def _flags(text: str) -> List[bool]:
 
 
 def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
-    from ._reference import METHODS, NORMS
+    from ._core import _METHODS as METHODS
+    from ._core import _NORMS as NORMS
 
     parser.add_argument(
         "runs",
@@ -371,7 +372,8 @@ def _grid_option(text: str) -> Tuple[str, Optional[List[Any]]]:
 
 
 def _add_optimize_options(parser: argparse.ArgumentParser) -> None:
-    from ._reference import METHODS, NORMS
+    from ._core import _METHODS as METHODS
+    from ._core import _NORMS as NORMS
 
     parser.add_argument(
         "runs",

@@ -18,6 +18,7 @@ mod signals;
 mod trec;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -34,5 +35,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(revalidate::revalidate_batch, m)?)?;
     m.add_class::<optimize::PyTrace>()?;
     m.add("TrecFormatError", errors::trec_format_error(m.py())?)?;
+    // The names `fuse` accepts, for the command's choices (without importing the reference).
+    m.add(
+        "_METHODS",
+        PyTuple::new(m.py(), crate::fusion::Method::NAMES)?,
+    )?;
+    m.add("_NORMS", PyTuple::new(m.py(), crate::fusion::Norm::NAMES)?)?;
     trec::register(m)
 }
