@@ -296,7 +296,7 @@ class SQLiteStore:
         if live is not None:
             # Nothing changed since the last vector search read which rows are live: read those
             # rows by rowid, faster than by id (up to 500 of them as parameters, faster still).
-            rowids = [live[key] for key in keys if key in live]
+            rowids = [rowid for rowid in map(live.get, keys) if rowid is not None]
             if not rowids:
                 return {}
             if len(rowids) <= 500:
