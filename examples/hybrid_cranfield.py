@@ -1,18 +1,10 @@
 """Hybrid search over Cranfield in the embedded SQLite store.
 
-<<<<<<< HEAD
 Indexes the 1,400 Cranfield documents and their all-MiniLM-L6-v2 embeddings (data/cranfield) into
-a SQLiteStore, runs the 225 queries through keyword search
-(FTS5 bm25), vector search (exact cosine) and both fused with RRF (k=60) -- each list revalidated
-against the store -- and prints nDCG@10 of the three runs (ir-measures, i.e. trec_eval's
-ndcg_cut.10 over every judged query) and one traced hit.
-=======
-Indexes the 1,400 Cranfield documents and their all-MiniLM-L6-v2 embeddings (data/cranfield, a
-copy of ../shared/data/cranfield) into a SQLiteStore, runs the 225 queries through keyword search
-(FTS5 bm25), vector search (exact cosine) and both fused with RRF (k=60) -- the candidates of
-both lists checked against the store at one instant -- and prints nDCG@10 of the three runs
-(ir-measures, i.e. trec_eval's ndcg_cut.10 over every judged query) and one traced hit.
->>>>>>> harden-py
+a SQLiteStore, runs the 225 queries through keyword search (FTS5 bm25), vector search (exact
+cosine) and both fused with RRF (k=60) -- the candidates of both lists checked against the store
+at one instant -- and prints nDCG@10 of the three runs (ir-measures, i.e. trec_eval's
+ndcg_cut.10 over every judged query), the milliseconds per query of each, and one traced hit.
 
     python examples/hybrid_cranfield.py [--data DIR] [--depth 100] [--db PATH] [--queries N]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -117,6 +119,19 @@ def test_hybrid_hit_unpacks_as_id_score(store):
     id, score = hit
     assert (id, score) == (5, 1 / 61) and len(hit) == 2 and hit[0] == 5
     assert isinstance(hit, HybridHit)
+
+
+def test_hybrid_hits_are_the_instances_the_constructor_builds(store):
+    for trace in (False, True):
+        hits = hybrid_search(store, "boundary layer", [0, 1, 0], limit=3, trace=trace)
+        assert len(hits) == 3
+        for hit in hits:
+            expected = HybridHit(hit.id, hit.score, store.get(hit.id), hit.contributions)
+            assert type(hit) is HybridHit and vars(hit) == vars(expected)
+            assert hit == expected and repr(hit) == repr(expected)
+            assert (hit.contributions is None) is not trace
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                hit.score = 0.0  # type: ignore[misc]
 
 
 class FakeIndex:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 
 import numpy as np
@@ -70,6 +71,20 @@ def test_documents_round_trip(store):
     assert store.get(object()) is None
     assert len(store) == 5
     assert store.dim == 3
+
+
+def test_documents_read_are_the_instances_the_constructor_builds(store):
+    store.vector_search([1, 0, 0], 5)  # get_many then reads the rows by rowid
+    for doc in (store.get(2), store.get_many([2])[2], store.get_many(range(600))[2]):
+        expected = Document(2, "doc 2", TEXTS[2], {"year": 1952})
+        assert type(doc) is Document and vars(doc) == vars(expected)
+        assert doc == expected and repr(doc) == repr(expected)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            doc.text = "changed"  # type: ignore[misc]
+    # every read builds its own records: changing one changes no other
+    store.get(2).metadata["year"] = 0
+    store.get_many([2])[2].metadata["year"] = 0
+    assert store.get(2).metadata == store.get_many([2])[2].metadata == {"year": 1952}
 
 
 def test_get_many_is_one_statement_whatever_the_number_of_ids(store):

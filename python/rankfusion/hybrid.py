@@ -127,6 +127,18 @@ class HybridHit:
         return d
 
 
+_new = object.__new__
+
+
+def _hit(id: Hashable, score: float, record: Any, contributions: Any) -> HybridHit:
+    """``HybridHit(id, score, record, contributions)``, the same instance, built at half the
+    cost: its fields are set in one ``__dict__`` update instead of the frozen dataclass's
+    ``__init__`` (one ``object.__setattr__`` per field)."""
+    hit = _new(HybridHit)
+    hit.__dict__.update(id=id, score=score, record=record, contributions=contributions)
+    return hit
+
+
 def _count(value: Any, name: str) -> int:
     """An int >= 0 (not bool)."""
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
@@ -309,10 +321,11 @@ def hybrid_search(
         scores=[list(map(_second, live)) for live in lists],
         trace=trace,
     )
+    keys = [h.key for h in hits]
     if records is None:  # the ids-only check: the records of the hits returned, and only those
-        records = _records(store, [h.key for h in hits]) if hits else {}
+        records = _records(store, keys) if keys else {}
     return [
-        HybridHit(h.key, h.score, record, h.contributions)
-        for h, record in zip(hits, map(records.get, [h.key for h in hits]))
+        _hit(key, h.score, record, h.contributions)
+        for key, h, record in zip(keys, hits, map(records.get, keys))
         if record is not None
     ]
