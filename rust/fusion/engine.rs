@@ -843,20 +843,24 @@ impl Workspace {
         let mut packed = std::mem::take(&mut self.packed);
         packed.clear();
         let by = self.order_values();
-        for (id, &s) in self.scores.iter().enumerate() {
+        for (id, (&s, &b)) in self.scores.iter().zip(by).enumerate() {
             if p.min_score.is_some_and(|m| s < m) {
                 continue;
             }
-            packed.push((descending_bits(by[id]) & !low) | id as u64);
+            packed.push((descending_bits(b) & !low) | id as u64);
         }
         let sorted = cancel::sort_unstable_by_key(&mut packed, &|&x| x, cancel);
         // Usually the order by the high bits is already the order by the full scores (exact
         // ties are in id order by construction): one check of every neighbouring pair, with no
-        // branch to mispredict, and the groups below are only walked when it fails.
+        // branch to mispredict (each key's full sort bits computed once), and the groups below
+        // are only walked when it fails.
         let full = |x: u64| descending_bits(by[(x & low) as usize]);
         let mut ordered = true;
-        for pair in packed.windows(2) {
-            ordered &= full(pair[0]) <= full(pair[1]);
+        let mut previous = packed.first().map_or(0, |&x| full(x));
+        for &x in packed.iter().skip(1) {
+            let next = full(x);
+            ordered &= previous <= next;
+            previous = next;
         }
         let mut sorted = sorted;
         if !ordered && sorted.is_ok() {
