@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import re
 import struct
+import subprocess
+import sys
 from decimal import Decimal
 
 import numpy as np
@@ -399,3 +401,19 @@ def test_masked_arrays_are_refused_naming_the_argument(impl):
     for name, call in calls.items():
         with pytest.raises(TypeError, match=rf"^{re.escape(name)} is a masked array; its mask"):
             call()
+
+
+def test_plain_arrays_do_not_import_numpy_ma():
+    """The core's masked-array check imports nothing: before numpy.ma is imported no masked
+    array exists, so plain arrays are fused without importing it (a first call would pay for
+    the import)."""
+    code = (
+        "import sys, numpy as np, rankfusion as rf\n"
+        "ids = np.array([[1, 2, -1]])\n"
+        "rf.rrf_batch([ids, ids])\n"
+        "rf.fuse_batch([ids], [np.array([[1.0, 0.5, 0.0]])], method='sum')\n"
+        "rf.revalidate_batch(ids, np.zeros((1, 3)), lambda i: np.ones(len(i), bool))\n"
+        "print('numpy.ma' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -679,8 +679,9 @@ impl Workspace {
 
     /// A key's score from the canonical sum of its contributions: times the ISR family's
     /// factor of its `present` lists, checked finite, then divided by the normaliser when there
-    /// is one and checked again.
-    #[inline]
+    /// is one and checked again. Inlined in every loop of [`Workspace::score_keys`] (called for
+    /// every key of every query); the errors are made out of line.
+    #[inline(always)]
     fn push_score(
         &mut self,
         key: usize,
@@ -688,33 +689,30 @@ impl Workspace {
         plan: &Plan,
         present: usize,
     ) -> Result<(), Error> {
-        let first = self.keys[key].first;
-        let error = |score: f64, stage: Stage| -> Error {
-            Problem::NonFiniteScore {
-                key: KeyRef::at(first.0 as usize, first.1 as usize),
-                score,
-                stage,
-            }
-            .into()
-        };
-        let p = present as f64;
-        let factor = match plan.params.method {
-            Method::Isr => p,
-            Method::LogIsr => p.ln(),
-            Method::LognIsr => (p + plan.sigma()).ln(),
-            _ => f64::NAN,
-        };
-        let sum = if factor.is_nan() { sum } else { sum * factor };
-        if self.count_present {
+        let sum = if self.count_present {
+            let p = present as f64;
+            let factor = match plan.params.method {
+                Method::Isr => p,
+                Method::LogIsr => p.ln(),
+                Method::LognIsr => (p + plan.sigma()).ln(),
+                _ => f64::NAN,
+            };
             self.factors.push(factor);
-        }
+            if factor.is_nan() {
+                sum
+            } else {
+                sum * factor
+            }
+        } else {
+            sum
+        };
         if !sum.is_finite() {
             let stage = if plan.params.method == Method::Rrf {
                 Stage::Rrf
             } else {
                 Stage::Fused
             };
-            return Err(error(sum, stage));
+            return Err(self.non_finite(key, sum, stage));
         }
         let score = match plan.normalizer {
             None => sum,
@@ -722,13 +720,26 @@ impl Workspace {
                 self.sums.push(sum);
                 let s = sum / top;
                 if !s.is_finite() {
-                    return Err(error(s, Stage::Normalized));
+                    return Err(self.non_finite(key, s, Stage::Normalized));
                 }
                 s
             }
         };
         self.scores.push(score);
         Ok(())
+    }
+
+    /// The error of key `key`'s score that is not finite.
+    #[cold]
+    #[inline(never)]
+    fn non_finite(&self, key: usize, score: f64, stage: Stage) -> Error {
+        let first = self.keys[key].first;
+        Problem::NonFiniteScore {
+            key: KeyRef::at(first.0 as usize, first.1 as usize),
+            score,
+            stage,
+        }
+        .into()
     }
 
     /// The values hits are ordered by: the canonical sums (the scores unless normalised).
@@ -832,20 +843,24 @@ impl Workspace {
         let mut packed = std::mem::take(&mut self.packed);
         packed.clear();
         let by = self.order_values();
-        for (id, &s) in self.scores.iter().enumerate() {
+        for (id, (&s, &b)) in self.scores.iter().zip(by).enumerate() {
             if p.min_score.is_some_and(|m| s < m) {
                 continue;
             }
-            packed.push((descending_bits(by[id]) & !low) | id as u64);
+            packed.push((descending_bits(b) & !low) | id as u64);
         }
         let sorted = cancel::sort_unstable_by_key(&mut packed, &|&x| x, cancel);
         // Usually the order by the high bits is already the order by the full scores (exact
         // ties are in id order by construction): one check of every neighbouring pair, with no
-        // branch to mispredict, and the groups below are only walked when it fails.
+        // branch to mispredict (each key's full sort bits computed once), and the groups below
+        // are only walked when it fails.
         let full = |x: u64| descending_bits(by[(x & low) as usize]);
         let mut ordered = true;
-        for pair in packed.windows(2) {
-            ordered &= full(pair[0]) <= full(pair[1]);
+        let mut previous = packed.first().map_or(0, |&x| full(x));
+        for &x in packed.iter().skip(1) {
+            let next = full(x);
+            ordered &= previous <= next;
+            previous = next;
         }
         let mut sorted = sorted;
         if !ordered && sorted.is_ok() {

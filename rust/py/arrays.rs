@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyTuple, PyType};
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 use super::args::integer;
 use crate::batch::IdMatrix;
@@ -25,18 +25,31 @@ pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 }
 
 /// A masked array's mask would be ignored (its hidden entries read as data): a TypeError, as
-/// the reference's `_not_masked`.
+/// the reference's `_not_masked`. No masked array exists before `numpy.ma` is imported, so a
+/// call never imports it (an import of tens of millions of instructions on a first call).
 fn not_masked(value: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
     let py = value.py();
     static MASKED_ARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    let masked = MASKED_ARRAY.get_or_try_init(py, || {
-        numpy(py)?
-            .getattr("ma")?
-            .getattr("MaskedArray")?
-            .cast_into::<PyType>()
-            .map(Bound::unbind)
-            .map_err(PyErr::from)
-    })?;
+    let masked = match MASKED_ARRAY.get(py) {
+        Some(masked) => masked,
+        None => {
+            static SYS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+            let sys = SYS.get_or_try_init(py, || py.import("sys").map(Bound::unbind))?;
+            let modules = sys.bind(py).getattr(intern!(py, "modules"))?;
+            let Some(core) = modules
+                .cast::<PyDict>()?
+                .get_item(intern!(py, "numpy.ma.core"))?
+            else {
+                return Ok(());
+            };
+            // (Absent while the module is still being imported: then no instance exists yet.)
+            let Ok(masked) = core.getattr(intern!(py, "MaskedArray")) else {
+                return Ok(());
+            };
+            let masked = masked.cast_into::<PyType>()?.unbind();
+            MASKED_ARRAY.get_or_init(py, || masked)
+        }
+    };
     if value.is_instance(masked.bind(py))? {
         return Err(PyTypeError::new_err(format!(
             "{name} is a masked array; its mask would be ignored: pass a plain array \
