@@ -59,6 +59,7 @@ pub struct Scored {
     ranks: Vec<u32>,
     positions: Vec<u32>,
     slot_of: Vec<u8>,
+    normalized: Vec<f64>,
 }
 
 /// A list's normalisation, its statistics computed.
@@ -90,11 +91,11 @@ impl ListNorm {
 }
 
 /// The normalisation `norm` of one list whose counted raw scores (in list order, negated when
-/// the list is lower-is-better) are `values` (not empty). `values` is scratch: it may be sorted.
+/// the list is lower-is-better) are `values` (not empty).
 /// `cancel` is polled before the sums of a list (`Problem::Interrupted`).
 fn list_norm(
     norm: Norm,
-    values: &mut [f64],
+    values: &[f64],
     scratch: &mut Vec<f64>,
     cancel: &Cancel<'_>,
 ) -> Result<ListNorm, Error> {
@@ -131,10 +132,7 @@ fn list_norm(
         Norm::Max => ListNorm::Scale { div: high },
         Norm::Sum => {
             cancel.check()?;
-            // Welford's order is the list's; the sums are canonical (any order gives the bits).
-            scratch.clear();
-            scratch.extend(values.iter().map(|&v| v - low));
-            let total = canonical_sum_runs(scratch);
+            let total = canonical_sum_of(values.len(), |i| values[i] - low, scratch);
             if total == 0.0 {
                 ListNorm::Constant(1.0 / n)
             } else {
@@ -147,12 +145,8 @@ fn list_norm(
         Norm::ZScore if high == low => ListNorm::Constant(0.0),
         Norm::ZScore => {
             cancel.check()?;
-            // (The mean sorts `values`: the deviations are the same values in another order.)
-            let mean = canonical_sum_runs(values) / n;
-            for v in values.iter_mut() {
-                *v -= mean;
-            }
-            let sd = root_sum_squares(values, n, scratch);
+            let mean = canonical_sum_of(values.len(), |i| values[i], scratch) / n;
+            let sd = root_sum_squares(values.len(), |i| values[i] - mean, n, scratch);
             if sd == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -161,7 +155,7 @@ fn list_norm(
         }
         Norm::L2 => {
             cancel.check()?;
-            let length = root_sum_squares(values, 1.0, scratch);
+            let length = root_sum_squares(values.len(), |i| values[i], 1.0, scratch);
             if length == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -193,29 +187,97 @@ fn list_norm(
     })
 }
 
-/// [`canonical_sum`] by a stable sort, which merges the ascending and descending runs a list's
-/// scores (and their squares) mostly come in rather than sorting them afresh: the same bits
-/// (values equal under `total_cmp` have the same bits, so stability changes nothing).
-fn canonical_sum_runs(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.iter().fold(0.0, |acc, &v| acc + v)
+/// The canonical sum of `term(0..n)` (see [`canonical_sum`]; terms may be infinite, and a NaN
+/// term gives the sort's NaN).
+/// A list's scores are mostly monotone, and their squared deviations fall then rise: when the
+/// terms are a *valley* (non-increasing, then non-decreasing; monotone lists are valleys), they
+/// are added from the bottom outwards, merging the two sides, in O(n) without sorting; otherwise
+/// they are sorted in `scratch`.
+///
+/// The same bits as the sort: two non-decreasing orders of the same values differ only in the
+/// order of values equal under `<`, which have the same bits or are zeros of either sign; and
+/// zeros change nothing in a sum that starts from +0.0 (the running sum is never -0.0, and
+/// `x + ±0.0 == x` for any other `x`), wherever they come.
+fn canonical_sum_of(n: usize, term: impl Fn(usize) -> f64, scratch: &mut Vec<f64>) -> f64 {
+    if let Some(total) = valley_sum(n, &term) {
+        return total;
+    }
+    scratch.clear();
+    scratch.extend((0..n).map(term));
+    scratch.sort_unstable_by(f64::total_cmp);
+    scratch.iter().fold(0.0, |acc, &v| acc + v)
 }
 
-/// sqrt(sum of x * x / divisor), the sum canonical. When the squares under- or overflow (a zero
-/// or infinite root of values that are not all zero), the same with every x divided by the
-/// largest |x| first, and the root multiplied by it (as the reference's `_root_sum_squares`).
-/// `squares` is scratch.
-fn root_sum_squares(xs: &[f64], divisor: f64, squares: &mut Vec<f64>) -> f64 {
-    squares.clear();
-    squares.extend(xs.iter().map(|&x| x * x));
-    let root = (canonical_sum_runs(squares) / divisor).sqrt();
-    if (root == 0.0 || root.is_infinite()) && xs.iter().any(|&x| x != 0.0) {
-        let top = xs
-            .iter()
-            .fold(0.0f64, |m, &x| if x.abs() > m { x.abs() } else { m });
-        squares.clear();
-        squares.extend(xs.iter().map(|&x| (x / top) * (x / top)));
-        return top * (canonical_sum_runs(squares) / divisor).sqrt();
+/// The sum from 0.0 of `term(0..n)` in ascending order when the terms form a valley (see
+/// [`canonical_sum_of`]; a NaN is never part of one), else None.
+#[inline]
+fn valley_sum(n: usize, term: &impl Fn(usize) -> f64) -> Option<f64> {
+    if n == 0 {
+        return Some(0.0);
+    }
+    // The bottom: the end of the non-increasing run.
+    let mut bottom = 0;
+    let mut last = term(0);
+    while bottom + 1 < n {
+        let next = term(bottom + 1);
+        // (A NaN compares false: it ends the run.)
+        if next <= last {
+            bottom += 1;
+            last = next;
+        } else {
+            break;
+        }
+    }
+    let mut end = bottom;
+    while end + 1 < n {
+        let next = term(end + 1);
+        if next >= last {
+            end += 1;
+            last = next;
+        } else {
+            return None;
+        }
+    }
+    if n == 1 {
+        return Some(0.0 + term(0));
+    }
+    // Merge term(bottom), term(bottom - 1), ..., term(0) with term(bottom + 1), ..., term(n - 1).
+    // (Without branches: which side is next is data, as likely one as the other.)
+    let mut acc = 0.0f64;
+    let (mut left, mut right) = (bottom + 1, bottom + 1);
+    while left > 0 && right < n {
+        let (l, r) = (term(left - 1), term(right));
+        let take_right = r < l;
+        acc += if take_right { r } else { l };
+        right += usize::from(take_right);
+        left -= usize::from(!take_right);
+    }
+    while left > 0 {
+        acc += term(left - 1);
+        left -= 1;
+    }
+    while right < n {
+        acc += term(right);
+        right += 1;
+    }
+    Some(acc)
+}
+
+/// sqrt(sum of x * x / divisor) over `x(0..n)`, the sum canonical. When the squares under- or
+/// overflow (a zero or infinite root of values that are not all zero), the same with every x
+/// divided by the largest |x| first, and the root multiplied by it (as the reference's
+/// `_root_sum_squares`). `scratch` is scratch.
+fn root_sum_squares(
+    n: usize,
+    x: impl Fn(usize) -> f64,
+    divisor: f64,
+    scratch: &mut Vec<f64>,
+) -> f64 {
+    let root = (canonical_sum_of(n, |i| x(i) * x(i), scratch) / divisor).sqrt();
+    if (root == 0.0 || root.is_infinite()) && (0..n).any(|i| x(i) != 0.0) {
+        let top = (0..n).fold(0.0f64, |m, i| if x(i).abs() > m { x(i).abs() } else { m });
+        let scaled = |i: usize| (x(i) / top) * (x(i) / top);
+        return top * (canonical_sum_of(n, scaled, scratch) / divisor).sqrt();
     }
     root
 }
@@ -355,32 +417,46 @@ fn scale_sum(
     present: usize,
     weights: impl FnOnce() -> f64,
 ) -> (f64, f64, f64) {
+    scale_by(
+        plan.params.method,
+        total,
+        present_factor(plan, present),
+        weights,
+    )
+}
+
+/// What a [`sums_terms`] method scales the sum of a key held by `present` lists by, that
+/// depends only on `present`: (factor, divisor), NaN for what the method does not apply (Wmnz's
+/// factor depends on the weights).
+#[inline(always)]
+fn present_factor(plan: &Plan, present: usize) -> (f64, f64) {
     let p = present as f64;
-    let (mut factor, mut divisor) = (f64::NAN, f64::NAN);
-    let score = match plan.params.method {
-        Method::Mnz => {
-            factor = p;
-            total * factor
-        }
-        Method::Anz => {
-            divisor = p;
-            total / divisor
-        }
-        Method::Gmnz => {
-            factor = p.powf(plan.params.gamma.unwrap_or(1.0));
-            total * factor
-        }
+    match plan.params.method {
+        Method::Mnz => (p, f64::NAN),
+        Method::Anz => (f64::NAN, p),
+        Method::Gmnz => (p.powf(plan.params.gamma.unwrap_or(1.0)), f64::NAN),
+        Method::Mixed => (p.sqrt(), f64::NAN),
+        _ => (f64::NAN, f64::NAN),
+    }
+}
+
+/// [`scale_sum`] with the key's [`present_factor`] given.
+#[inline(always)]
+fn scale_by(
+    method: Method,
+    total: f64,
+    (factor, divisor): (f64, f64),
+    weights: impl FnOnce() -> f64,
+) -> (f64, f64, f64) {
+    match method {
+        Method::Mnz | Method::Gmnz | Method::Mixed => (total * factor, factor, divisor),
+        Method::Anz => (total / divisor, factor, divisor),
         Method::Wmnz => {
-            factor = weights();
-            total * factor
+            let factor = weights();
+            (total * factor, factor, divisor)
         }
-        Method::Mixed => {
-            factor = p.sqrt();
-            total * factor
-        }
-        _ => total,
-    };
-    (score, factor, divisor)
+        _ => (total, factor, divisor),
+    }
 }
 
 /// Max and min (Python's: the first of the largest, smallest value) or the median of a key's
@@ -472,6 +548,8 @@ fn combine(
         }
         m @ (Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean) => {
             let parts = || mine.iter().map(|c| (weight(c), c.normalized, c.value));
+            sums.clear();
+            sums.resize(mine.len(), 0.0);
             let (score, divisor) = mean(m, parts, || total, sums);
             return (score, f64::NAN, divisor);
         }
@@ -482,21 +560,23 @@ fn combine(
 
 /// OpenSearch's means of a key from `parts()`, its (weight, normalised value, term) per
 /// contribution, and `total()`, the canonical sum of its terms: (score, divisor). `sums` is
-/// scratch.
+/// scratch, as long as the parts at least.
 #[inline(always)]
 fn mean<I: Iterator<Item = (f64, f64, f64)>>(
     method: Method,
     parts: impl Fn() -> I,
     total: impl FnOnce() -> f64,
-    sums: &mut Vec<f64>,
+    sums: &mut [f64],
 ) -> (f64, f64) {
     // The canonical sum of `of` over the parts whose normalised value `keep` keeps, and their
     // number.
     let mut kept = |keep: fn(f64) -> bool, of: fn((f64, f64, f64)) -> f64| {
-        sums.clear();
-        sums.extend(parts().filter(|p| keep(p.1)).map(of));
-        let n = sums.len();
-        (canonical_sum(sums), n)
+        let mut n = 0;
+        for p in parts().filter(|p| keep(p.1)) {
+            sums[n] = of(p);
+            n += 1;
+        }
+        (canonical_sum(&mut sums[..n]), n)
     };
     let weight = |p: (f64, f64, f64)| p.0;
     let term = |p: (f64, f64, f64)| p.2;
@@ -606,7 +686,7 @@ impl Scored {
                 let s = sign(plan, list);
                 self.values
                     .extend(positions.iter().map(|&p| s * raw(q.scores, list, p)));
-                self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums, cancel)?;
+                self.norms[list] = list_norm(norm, &self.values, &mut self.sums, cancel)?;
             }
         }
 
@@ -726,7 +806,7 @@ impl Scored {
                     }
                 }
                 if !self.values.is_empty() {
-                    self.norms[list] = list_norm(norm, &mut self.values, &mut self.sums, cancel)?;
+                    self.norms[list] = list_norm(norm, &self.values, &mut self.sums, cancel)?;
                 }
             }
         }
@@ -746,20 +826,39 @@ impl Scored {
                 rank_norm(plan.norm, n_c, n_read[list], rank(position))
             });
         }
-        // Per list read (by slot): its normalisation, sign and raw scores.
-        let mut lists = [(ListNorm::Identity, 1.0, &[][..]); DENSE_MAX];
+        // Per list read (by slot): the normalised value of every item of its window, list by
+        // list (`ListNorm::apply` of the signed raw score: the same operations), and of a
+        // position without a score.
+        let mut table = std::mem::take(&mut self.normalized);
+        table.clear();
+        let mut spans = [(0usize, 0usize, f64::NAN); DENSE_MAX];
         for (slot, &list) in q.read.iter().enumerate() {
             let row = q.scores.get(list).copied().flatten().unwrap_or_default();
-            lists[slot] = (self.norms[list], sign(plan, list), row);
+            let row = &row[..plan.read_len(list, row.len())];
+            let (norm, s) = (self.norms[list], sign(plan, list));
+            let start = table.len();
+            match norm {
+                ListNorm::Identity => table.extend(row.iter().map(|&x| s * x)),
+                ListNorm::Constant(c) => table.resize(start + row.len(), c),
+                ListNorm::Affine { sub, div } => {
+                    table.extend(row.iter().map(|&x| (s * x - sub) / div));
+                }
+                ListNorm::Scale { div } => table.extend(row.iter().map(|&x| s * x / div)),
+            }
+            spans[slot] = (start, table.len(), norm.apply(s * f64::NAN));
         }
-        self.dense_keys(q, out, cancel, |slot, _, position| {
+        let scored = self.dense_keys(q, out, cancel, |slot, _, position| {
             if position == UNRANKED {
                 return 0.0;
             }
-            let (norm, s, row) = lists[slot];
-            let raw = row.get(position as usize).copied().unwrap_or(f64::NAN);
-            norm.apply(s * raw)
-        })
+            let (start, end, missing) = spans[slot];
+            table[start..end]
+                .get(position as usize)
+                .copied()
+                .unwrap_or(missing)
+        });
+        self.normalized = table;
+        scored
     }
 
     /// Every key's score in the dense layout, as [`Scored::score`] and [`combine`] compute it,
@@ -783,11 +882,20 @@ impl Scored {
         let method = plan.params.method;
         let fill = fills(plan);
         let borda = plan.norm == Norm::Borda;
-        // A sum of terms with no fill-in needs no list order (canonical sums): the terms straight
-        // from the key's occurrences, in scan order. A value that is not finite is reported by
-        // the loop in list order below, as `score` reports it.
-        let direct = sums_terms(method) && !fill;
+        // Every combination but the borda norm's and BordaFuse's fill-ins needs no list order
+        // (canonical sums, max, min and median are the same whatever the order of the values):
+        // the values straight from the key's occurrences, in scan order (the arithmetic mean's
+        // fill-ins after them). A value that is not finite is reported by the loop in list order
+        // below, as `score` reports it.
+        let direct = !(borda || method == Method::Bordafuse);
         let scores = plan.reads_scores();
+        // What a sum is scaled by, per number of lists holding the key.
+        let mut factors = [(f64::NAN, f64::NAN); DENSE_MAX + 1];
+        if sums_terms(method) {
+            for (present, f) in factors.iter_mut().enumerate() {
+                *f = present_factor(plan, present);
+            }
+        }
         for key in 0..q.n_keys {
             if key % POLL_KEYS == 0 {
                 cancel.check()?;
@@ -795,18 +903,48 @@ impl Scored {
             let at = key * q.stride;
             let occurrences = &q.occurrences[at..at + (q.count)(key)];
             if direct {
-                let (mut ws, mut cs) = ([0.0f64; DENSE_MAX], [0.0f64; DENSE_MAX]);
+                // Weight, normalised value, term per value.
+                let (mut ws, mut vs, mut cs) =
+                    ([0.0f64; DENSE_MAX], [0.0; DENSE_MAX], [0.0; DENSE_MAX]);
                 let mut finite = true;
+                let mut held = 0u32;
                 for (i, &(list, position)) in occurrences.iter().enumerate() {
                     let (list, slot) = (list as usize, self.slot_of[list as usize] as usize);
                     let (w, v) = (plan.weights[list], value(slot, list, position));
                     finite &= v.is_finite();
-                    (ws[i], cs[i]) = (w, term(method, w, v));
+                    (ws[i], vs[i], cs[i]) = (w, v, term(method, w, v));
+                    held |= 1 << slot;
+                }
+                let mut n = occurrences.len();
+                if fill {
+                    // The arithmetic mean: a list not holding the key gives it its value.
+                    for (slot, &list) in q.read.iter().enumerate() {
+                        if held >> slot & 1 == 0 {
+                            let (w, v) = (plan.weights[list], value(slot, list, UNRANKED));
+                            finite &= v.is_finite();
+                            (ws[n], vs[n], cs[n]) = (w, v, term(method, w, v));
+                            n += 1;
+                        }
+                    }
                 }
                 if finite {
-                    let n = occurrences.len();
-                    let total = canonical_sum(&mut cs[..n]);
-                    let score = scale_sum(plan, total, n, || canonical_sum(&mut ws[..n])).0;
+                    let score = match method {
+                        m @ (Method::Max | Method::Min | Method::Med) => {
+                            order_stat(m, &mut vs[..n])
+                        }
+                        m @ (Method::ArithmeticMean
+                        | Method::GeometricMean
+                        | Method::HarmonicMean) => {
+                            let mut terms = cs;
+                            let total = || canonical_sum(&mut terms[..n]);
+                            let parts = || (0..n).map(|i| (ws[i], vs[i], cs[i]));
+                            mean(m, parts, total, &mut [0.0; DENSE_MAX]).0
+                        }
+                        m => {
+                            let total = canonical_sum(&mut cs[..n]);
+                            scale_by(m, total, factors[n], || canonical_sum(&mut ws[..n])).0
+                        }
+                    };
                     if !score.is_finite() {
                         return Err(not_finite_score(q, key, score));
                     }
@@ -848,7 +986,7 @@ impl Scored {
                     let mut terms = cs;
                     let total = || canonical_sum(&mut terms[..n]);
                     let parts = || (0..n).map(|i| (ws[i], vs[i], cs[i]));
-                    mean(m, parts, total, &mut self.sums).0
+                    mean(m, parts, total, &mut [0.0; DENSE_MAX]).0
                 }
                 m => {
                     let total = canonical_sum(&mut cs[..n]);
@@ -937,5 +1075,128 @@ impl Scored {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The canonical sum as docs/semantics.md states it: sorted ascending, added from 0.0.
+    fn sorted_sum(values: &[f64]) -> f64 {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        v.iter().fold(0.0, |acc, &x| acc + x)
+    }
+
+    /// The reference's `_root_sum_squares` over [`sorted_sum`].
+    fn sorted_root(xs: &[f64], divisor: f64) -> f64 {
+        let squares: Vec<f64> = xs.iter().map(|&x| x * x).collect();
+        let root = (sorted_sum(&squares) / divisor).sqrt();
+        if (root == 0.0 || root.is_infinite()) && xs.iter().any(|&x| x != 0.0) {
+            let top = xs.iter().map(|x| x.abs()).fold(0.0, f64::max);
+            let scaled: Vec<f64> = xs.iter().map(|&x| (x / top) * (x / top)).collect();
+            return top * (sorted_sum(&scaled) / divisor).sqrt();
+        }
+        root
+    }
+
+    fn sum_of(values: &[f64]) -> f64 {
+        canonical_sum_of(values.len(), |i| values[i], &mut Vec::new())
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn valleys_are_summed_without_sorting_and_give_the_sorted_bits() {
+        // Monotone (both ways), with ties and zeros of both signs, and valleys.
+        let cases: [&[f64]; 10] = [
+            &[3.0, 2.0, 2.0, 1e-17, 0.0, -0.0, 0.0, -1.0, -1e16],
+            &[-1e16, -1.0, -0.0, 0.0, -0.0, 1e-17, 2.0, 2.0, 3.0],
+            &[0.1, 0.1, 0.1, 0.1],
+            &[-0.0, 0.0, -0.0],
+            &[0.0, -0.0],
+            &[9.0, 4.0, 1.0, 0.0, 1.0, 4.0, 4.0, 16.0, 1e-300],
+            &[1e16, 1.0, -0.0, 0.0, 1.0, 1e16],
+            &[f64::INFINITY, 1.0, f64::NEG_INFINITY],
+            &[1e308, 1e308, -1e308],
+            &[0.3],
+        ];
+        for case in cases {
+            let n = case.len();
+            if case != [9.0, 4.0, 1.0, 0.0, 1.0, 4.0, 4.0, 16.0, 1e-300] {
+                assert!(valley_sum(n, &|i| case[i]).is_some(), "{case:?}");
+            }
+            assert_eq!(
+                sum_of(case).to_bits(),
+                sorted_sum(case).to_bits(),
+                "{case:?}"
+            );
+        }
+        // Not valleys: the sort.
+        for case in [
+            &[1.0, 3.0, 2.0][..],
+            &[2.0, 1.0, 3.0, 0.5],
+            &[1.0, f64::NAN, 2.0],
+        ] {
+            assert!(valley_sum(case.len(), &|i| case[i]).is_none(), "{case:?}");
+            assert_eq!(
+                sum_of(case).to_bits(),
+                sorted_sum(case).to_bits(),
+                "{case:?}"
+            );
+        }
+        assert_eq!(sum_of(&[]).to_bits(), 0.0f64.to_bits());
+        // Where the order of additions matters: the list order would give another sum.
+        let xs = [1e16, 1.0, 1.0, 1.0, 1.0];
+        assert_ne!(xs.iter().fold(0.0, |a, &x| a + x), sorted_sum(&xs));
+        assert_eq!(sum_of(&xs).to_bits(), sorted_sum(&xs).to_bits());
+    }
+
+    #[test]
+    fn any_arrangement_of_ties_and_signed_zeros_gives_the_sorted_bits() {
+        let pool = [
+            -1e16, -3.0, -0.1, -1e-300, -0.0, 0.0, 0.0, 1e-300, 0.1, 0.2, 0.3, 1.0, 3.0, 1e16,
+        ];
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut valleys = 0;
+        for round in 0..20_000 {
+            let n = 1 + rng.below(12);
+            let mut v: Vec<f64> = (0..n).map(|_| pool[rng.below(pool.len())]).collect();
+            // Descending, ascending, a valley, or as drawn; ties broken as they come.
+            match round % 4 {
+                0 => v.sort_by(|a, b| b.partial_cmp(a).unwrap()),
+                1 => v.sort_by(|a, b| a.partial_cmp(b).unwrap()),
+                2 => {
+                    let cut = rng.below(n + 1);
+                    v[..cut].sort_by(|a, b| b.partial_cmp(a).unwrap());
+                    v[cut..].sort_by(|a, b| a.partial_cmp(b).unwrap());
+                }
+                _ => {}
+            }
+            valleys += usize::from(valley_sum(n, &|i| v[i]).is_some());
+            assert_eq!(sum_of(&v).to_bits(), sorted_sum(&v).to_bits(), "{v:?}");
+            // Squares (l2) and squared deviations (z-score), as list_norm forms them.
+            let mean = sum_of(&v) / n as f64;
+            let deviations: Vec<f64> = v.iter().map(|&x| x - mean).collect();
+            let root = root_sum_squares(n, |i| v[i] - mean, n as f64, &mut Vec::new());
+            let expected = sorted_root(&deviations, n as f64);
+            assert_eq!(root.to_bits(), expected.to_bits(), "{v:?}");
+        }
+        assert!(valleys > 15_000, "{valleys}");
     }
 }
