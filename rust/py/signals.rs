@@ -98,8 +98,23 @@ thread_local! {
 
 /// Whether the current thread is Python's main thread (where signal handlers run): asked of
 /// `threading` until the answer is yes, then remembered.
+///
+/// Without `threading` imported and no thread started by `_thread` running, the caller is taken
+/// for the main thread without importing `threading` (a few milliseconds, more than a short
+/// call): the only other threads are ones made outside Python, where checking for signals
+/// polls for nothing (`PyErr_CheckSignals` runs no handler off the main thread).
 fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
     if MAIN.with(Cell::get) {
+        return Ok(true);
+    }
+    let modules = py.import("sys")?.getattr("modules")?;
+    if !modules.contains("threading")?
+        && py
+            .import("_thread")?
+            .call_method0("_count")?
+            .extract::<usize>()?
+            == 0
+    {
         return Ok(true);
     }
     let threading = py.import("threading")?;

@@ -11,8 +11,6 @@
 //! digits) when the decimal point falls before the 4th digit after it or after the 16th digit,
 //! else positional with `.0` added to integers; `nan`, `inf`, `-inf`, `0.0`, `-0.0`.
 
-use std::io::Write;
-
 /// `repr(x)`.
 pub fn float(x: f64) -> String {
     let mut out = Vec::with_capacity(24);
@@ -39,9 +37,9 @@ pub fn push_float(out: &mut Vec<u8>, x: f64) {
         out.extend_from_slice(b"0.0");
         return;
     }
-    let (digits, exp) = shortest(a);
-    let digits = digits.as_bytes();
-    let n = digits.len() as i32;
+    let (buf, n, exp) = shortest(a);
+    let digits = &buf[..n];
+    let n = n as i32;
     let point = exp + 1; // digits[..point] are before the decimal point
     if point <= -4 || point > 16 {
         out.push(digits[0]);
@@ -54,7 +52,7 @@ pub fn push_float(out: &mut Vec<u8>, x: f64) {
         if exp.abs() < 10 {
             out.push(b'0');
         }
-        let _ = write!(out, "{}", exp.abs());
+        super::write::push_usize(out, exp.unsigned_abs() as usize);
     } else if point <= 0 {
         out.extend_from_slice(b"0.");
         out.resize(out.len() + (-point) as usize, b'0');
@@ -70,32 +68,61 @@ pub fn push_float(out: &mut Vec<u8>, x: f64) {
     }
 }
 
+/// At most this many significant digits: a shortest f64 decimal has at most 17.
+const MAX_DIGITS: usize = 17;
+
 /// The shortest round-tripping digits of `a` (finite, > 0) with ties to even, without trailing
-/// zeros, and the decimal exponent of the first digit: `a ~ d.ddd * 10^exp`.
-fn shortest(a: f64) -> (String, i32) {
-    let text = format!("{a:e}");
-    let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|&c| c != '.').collect();
-    let n = digits.len() as i32;
+/// zeros (`buf[..n]`), and the decimal exponent of the first digit: `a ~ d.ddd * 10^exp`.
+/// Formatted on the stack: this runs for every line written.
+fn shortest(a: f64) -> ([u8; MAX_DIGITS], usize, i32) {
+    // `{:e}` of a finite f64: `d[.ddd]e[-]x`, at most 17 digits and a 3-digit exponent.
+    let mut text = [0u8; 32];
+    let len = {
+        let mut rest = &mut text[..];
+        let _ = std::io::Write::write_fmt(&mut rest, format_args!("{a:e}"));
+        32 - rest.len()
+    };
+    let text = &text[..len];
+    let e = text.iter().position(|&c| c == b'e').unwrap_or(len);
+    let (mantissa, exponent) = (&text[..e], text.get(e + 1..).unwrap_or_default());
+    let (negative, exponent) = match exponent {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, exponent),
+    };
+    let magnitude = exponent
+        .iter()
+        .fold(0i32, |v, &c| v * 10 + i32::from(c - b'0'));
+    let exp = if negative { -magnitude } else { magnitude };
+    let mut digits = [0u8; MAX_DIGITS];
+    let mut n = 0;
+    for &c in mantissa.iter().filter(|&&c| c != b'.').take(MAX_DIGITS) {
+        digits[n] = c;
+        n += 1;
+    }
     // At most 17 digits: M < 10^17 fits a u64.
-    let m: u64 = digits.parse().unwrap_or(0);
-    let scale = exp - (n - 1); // a ~ m * 10^scale
-    for (other, halfway) in [(m.wrapping_sub(1), 10 * m - 5), (m + 1, 10 * m + 5)] {
-        let reads_back = || format!("{other}e{scale}").parse::<f64>() == Ok(a);
-        if other > 0 && m % 2 == 1 && is_decimal(a, halfway, scale - 1) && reads_back() {
-            // Exactly between m and its even neighbour, both shortest and both reading back as
-            // `a` (not so at a power of two, whose lower neighbour is closer): Python takes the
-            // even one.
-            let mut d = other.to_string();
-            let first_exp = scale + d.len() as i32 - 1;
-            while d.len() > 1 && d.ends_with('0') {
-                d.pop();
+    let m = digits[..n]
+        .iter()
+        .fold(0u64, |m, &d| m * 10 + u64::from(d - b'0'));
+    let scale = exp - (n as i32 - 1); // a ~ m * 10^scale
+    if m % 2 == 1 {
+        for (other, halfway) in [(m - 1, 10 * m - 5), (m + 1, 10 * m + 5)] {
+            let reads_back = || format!("{other}e{scale}").parse::<f64>() == Ok(a);
+            if other > 0 && is_decimal(a, halfway, scale - 1) && reads_back() {
+                // Exactly between m and its even neighbour, both shortest and both reading back
+                // as `a` (not so at a power of two, whose lower neighbour is closer): Python
+                // takes the even one.
+                let d = other.to_string();
+                let first_exp = scale + d.len() as i32 - 1;
+                let d = d.trim_end_matches('0');
+                let d = if d.is_empty() { "0" } else { d };
+                let mut even = [0u8; MAX_DIGITS];
+                let n = d.len().min(MAX_DIGITS);
+                even[..n].copy_from_slice(&d.as_bytes()[..n]);
+                return (even, n, first_exp);
             }
-            return (d, first_exp);
         }
     }
-    (digits, exp)
+    (digits, n, exp)
 }
 
 /// Whether `x` (finite, > 0) is exactly `d * 10^t` (`d` > 0).
