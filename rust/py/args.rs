@@ -58,6 +58,18 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "<unrepresentable>".into())
 }
 
+/// [`as_tuple`] for a value read only by this call: a tuple made here (a copy of a list, say)
+/// is taken out of the cyclic collector's sight (`gc::untrack_own`), so that the collections
+/// that run while the call makes objects do not walk its items. The caller's own tuple is
+/// returned as it is.
+pub fn private_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
+    let tuple = as_tuple(value, name)?;
+    if !tuple.is(value) {
+        super::gc::untrack_own(&tuple);
+    }
+    Ok(tuple)
+}
+
 /// Any iterable but str/bytes/bytearray, as a tuple (the input is never modified, and a tuple
 /// cannot change under us while the core works). Errors from the iteration itself propagate.
 pub fn as_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {

@@ -9,6 +9,7 @@ mod args;
 mod arrays;
 mod batch;
 mod errors;
+mod gc;
 mod keys;
 mod optimize;
 mod results;

@@ -7,9 +7,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyList, PyTuple};
 
 use super::args::{
-    as_tuple, flag, fusion_params, integer, method_params, query_weights, real, Arg, Boost,
+    as_tuple, flag, fusion_params, integer, method_params, private_tuple, query_weights, real, Arg,
+    Boost,
 };
 use super::errors::fusion_error;
+use super::gc;
 use super::keys::{exact_ints, PyInterner};
 use super::results::{is_atomic, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
@@ -31,7 +33,7 @@ pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, 
     let mut items = 0;
     let mut interrupted = None;
     for (i, l) in as_tuple(lists, "lists")?.iter().enumerate() {
-        let l = as_tuple(&l, &format!("lists[{i}]"))?;
+        let l = private_tuple(&l, &format!("lists[{i}]"))?;
         items += l.len();
         out.push(l);
         // Long lists take a while to copy: signals are checked between them.
@@ -91,7 +93,7 @@ fn raw_scores(
             continue;
         }
         let name = format!("scores[{i}]");
-        let values = as_tuple(&item, &name)?;
+        let values = private_tuple(&item, &name)?;
         if values.len() != lists[i].len() {
             return Err(PyValueError::new_err(format!(
                 "{name} has {} values for {} keys",
@@ -109,8 +111,15 @@ fn raw_scores(
                     break;
                 }
             }
-            let name = format!("{name}[{j}]");
-            raw.push(params::raw_score(&name, real(&x, &name)?, read)?);
+            // A float that passes the checks needs no name (the usual case, made without one).
+            let fast = x.cast_exact::<PyFloat>().ok().map(|f| f.value());
+            match fast.filter(|v| if read { v.is_finite() } else { !v.is_nan() }) {
+                Some(v) => raw.push(v),
+                None => {
+                    let name = format!("{name}[{j}]");
+                    raw.push(params::raw_score(&name, real(&x, &name)?, read)?);
+                }
+            }
         }
         if let Some(e) = interrupted {
             // Raised at once: the copy of the list is freed on another thread.
@@ -335,6 +344,7 @@ impl Engine {
             Vec::new()
         };
         let mut hits = Vec::with_capacity(page.len());
+        let paused = gc::Paused::for_objects(py, page.len())?;
         for (b, block) in page.chunks(SIGNALS_EVERY).enumerate() {
             if b > 0 {
                 if let Err(e) = py.check_signals() {
@@ -403,7 +413,9 @@ impl Engine {
                 hits.push(hit?);
             }
         }
-        PyList::new(py, hits)
+        let hits = PyList::new(py, hits);
+        drop(paused);
+        hits
     }
 }
 
