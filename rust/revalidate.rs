@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
-use crate::fusion::Hasher;
+use crate::fusion::{Hasher, IdTable};
 use crate::pool;
 
 /// The ids of a batch are read in pieces of this many, `cancel` polled between them.
@@ -59,7 +59,7 @@ pub fn plan_with<E: From<Error>>(
     check_count(n, "candidates")?;
     let mut plan = Plan {
         slots: Vec::with_capacity(n),
-        first: Vec::new(),
+        first: Vec::with_capacity(n),
     };
     for position in 0..n {
         let slot = intern(position)?;
@@ -81,18 +81,35 @@ pub fn plan<K: Hash + Eq>(ids: &[K]) -> Result<Plan> {
     })
 }
 
+/// The plan of i64 `ids`, hashed in `table` (reused from call to call: emptied first).
+pub fn plan_ints(ids: &[i64], table: &mut IdTable) -> Result<Plan> {
+    check_count(ids.len(), "candidates")?;
+    table.reset(ids.len(), &Cancel::none())?;
+    let mut n_unique = 0;
+    plan_with(ids.len(), |position| {
+        let (_, slot) = table.slot_of_key(ids[position], n_unique);
+        if slot == n_unique {
+            n_unique += 1;
+        }
+        Ok::<u32, Error>(slot)
+    })
+}
+
 /// The order-preserving rebuild: the positions of the candidates whose id is live
 /// (`live[slots[position]]`), in input order, every occurrence of a duplicate kept, at most
 /// `limit` of them.
 pub fn rebuild(slots: &[u32], live: &[bool], limit: Option<usize>) -> Vec<u32> {
     let limit = limit.unwrap_or(usize::MAX);
-    slots
-        .iter()
-        .enumerate()
-        .filter(|&(_, &slot)| live[slot as usize])
-        .map(|(position, _)| position as u32)
-        .take(limit)
-        .collect()
+    let mut kept = Vec::with_capacity(slots.len().min(limit));
+    kept.extend(
+        slots
+            .iter()
+            .enumerate()
+            .filter(|&(_, &slot)| live[slot as usize])
+            .map(|(position, _)| position as u32)
+            .take(limit),
+    );
+    kept
 }
 
 /// No unique id: a pad cell, or a table entry for an id that does not occur.
@@ -524,6 +541,24 @@ mod tests {
             Vec::<u32>::new()
         );
         assert_eq!(plan::<i64>(&[]).unwrap(), Plan::default());
+    }
+
+    #[test]
+    fn plan_ints_agrees_with_plan_on_a_reused_table() {
+        let mut table = IdTable::default();
+        let rows: [&[i64]; 4] = [
+            &[1, 1, 2, 3, 2],
+            &[],
+            &[i64::MIN, -1, 0, i64::MAX, -1, i64::MIN],
+            &[
+                5, 6, 7, 8, 9, 10, 11, 12, 13, 5, 14, 15, 16, 17, 18, 19, 20, 6,
+            ],
+        ];
+        for ids in rows {
+            assert_eq!(plan_ints(ids, &mut table).unwrap(), plan(ids).unwrap());
+        }
+        let many: Vec<i64> = (0..5000).map(|i| (i * 7919) % 1237).collect();
+        assert_eq!(plan_ints(&many, &mut table).unwrap(), plan(&many).unwrap());
     }
 
     #[test]

@@ -40,6 +40,11 @@ const POLL_POSITIONS: usize = 1 << 12;
 /// ... and every this many keys scored or ranked.
 pub(super) const POLL_KEYS: usize = 1 << 16;
 
+/// Pages ending at most this far down the order (`offset + limit`), out of at least four times
+/// as many keys, are ranked by keeping the best keys as they go by ([`Workspace::rank_top`])
+/// rather than by selecting and sorting.
+const TOP_MAX: usize = 32;
+
 /// `0..n` in consecutive ranges of `size`.
 fn blocks(n: usize, size: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     (0..n)
@@ -584,6 +589,27 @@ impl Workspace {
             // Without a branch on which: a missing second one is +0.0, and the canonical sum of
             // (a, +0.0) is bit for bit that of (a) (a sum started at +0.0 is never -0.0, so
             // adding +0.0 changes nothing).
+            if !self.count_present && plan.normalizer.is_none() {
+                // RRF and RBC, not normalised: the score is the sum.
+                self.scores.reserve(n_keys);
+                for block in blocks(n_keys, POLL_KEYS) {
+                    cancel.check()?;
+                    let start = block.start;
+                    let values = &self.slot_values[2 * start..2 * block.end];
+                    self.scores.extend(values.chunks_exact(2).map(|pair| {
+                        let (a, b) = (pair[0], pair[1]);
+                        let (lo, hi) = if b < a { (b, a) } else { (a, b) };
+                        0.0 + lo + hi
+                    }));
+                    let block_scores = &self.scores[start..];
+                    if let Some(i) = block_scores.iter().position(|s| !s.is_finite()) {
+                        let score = block_scores[i];
+                        self.scores.truncate(start + i);
+                        return Err(self.non_finite(start + i, score, plan));
+                    }
+                }
+                return Ok(());
+            }
             for block in blocks(n_keys, POLL_KEYS) {
                 cancel.check()?;
                 for key in block {
@@ -675,6 +701,23 @@ impl Workspace {
     /// Key `key`'s occurrences once grouped, in scan order.
     fn grouped_of(&self, key: usize) -> &[Occurrence] {
         &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize]
+    }
+
+    /// The error of key `key`'s sum `score`, not finite (before any normalisation).
+    #[cold]
+    fn non_finite(&self, key: usize, score: f64, plan: &Plan) -> Error {
+        let first = self.keys[key].first;
+        let stage = if plan.params.method == Method::Rrf {
+            Stage::Rrf
+        } else {
+            Stage::Fused
+        };
+        Problem::NonFiniteScore {
+            key: KeyRef::at(first.0 as usize, first.1 as usize),
+            score,
+            stage,
+        }
+        .into()
     }
 
     /// A key's score from the canonical sum of its contributions: times the ISR family's
@@ -771,6 +814,12 @@ impl Workspace {
             TieBreak::BestRank if p.limit.is_none() && n_keys < 1 << 31 => {
                 self.rank_all(plan, cancel)
             }
+            TieBreak::BestRank
+                if page_end(p.offset, p.limit, n_keys) <= TOP_MAX
+                    && page_end(p.offset, p.limit, n_keys) * 4 <= n_keys =>
+            {
+                self.rank_top(plan, cancel)
+            }
             TieBreak::BestRank => {
                 // Sort keys: the score's sort bits, then the id (unique: never equal).
                 let mut order = std::mem::take(&mut self.order);
@@ -828,6 +877,50 @@ impl Workspace {
             self.page.clear();
         }
         ranked
+    }
+
+    /// `rank` of a short page with ties by first appearance (at most [`TOP_MAX`] keys up to its
+    /// end): the best keys kept sorted in a small buffer as the keys go by, in id order, each
+    /// rejected by one comparison once the buffer is full and it is no better than the last.
+    fn rank_top(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
+        let p = &plan.params;
+        let end = page_end(p.offset, p.limit, self.scores.len());
+        let mut top = std::mem::take(&mut self.order);
+        top.clear();
+        let by = self.order_values();
+        let mut checked = Ok(());
+        if end > 0 {
+            'scan: for block in blocks(self.scores.len(), POLL_KEYS) {
+                if let Err(e) = cancel.check() {
+                    checked = Err(e);
+                    break 'scan;
+                }
+                for id in block {
+                    if p.min_score.is_some_and(|m| self.scores[id] < m) {
+                        continue;
+                    }
+                    // Sort keys as `rank`'s: the score's sort bits, then the id.
+                    let e = (descending_bits(by[id]) as u128) << 64 | id as u128;
+                    if top.len() == end {
+                        if e >= top[end - 1] {
+                            continue;
+                        }
+                        top.pop();
+                    }
+                    let mut i = top.len();
+                    while i > 0 && top[i - 1] > e {
+                        i -= 1;
+                    }
+                    top.insert(i, e);
+                }
+            }
+        }
+        if checked.is_ok() {
+            self.page
+                .extend(top.iter().skip(p.offset).map(|&e| e as u32));
+        }
+        self.order = top;
+        checked
     }
 
     /// `rank` for the whole order with ties by first appearance: sorts u64 keys (the score's
@@ -1019,10 +1112,70 @@ impl Workspace {
         out[start..].sort_unstable_by_key(|c| (c.list, c.position));
     }
 
+    /// [`Workspace::trace`] of a rank-based method in the dense layout without raw scores: each
+    /// hit's contributions straight from its slots (at most [`DENSE_MAX_LISTS`]).
+    fn trace_dense(&self, plan: &Plan, out: &mut Trace) {
+        debug_assert!(self.keep_occurrences, "a workspace without traces");
+        let n = self.page.len();
+        out.contributions.reserve(n * self.stride);
+        out.offsets.reserve(n);
+        for &id in &self.page {
+            let i = id as usize;
+            let at = i * self.stride;
+            let start = out.contributions.len();
+            let n = self.count(i);
+            let occurrences = &self.slot_occurrences[at..at + n];
+            if self.stride == 2 {
+                // Two lists: the slots still hold the values in scan order (`score_keys` only
+                // reads them).
+                let values = &self.slot_values[at..at + n];
+                out.contributions.extend(occurrences.iter().zip(values).map(
+                    |(&(list, position), &value)| Contribution {
+                        list,
+                        position,
+                        value,
+                        raw: f64::NAN,
+                        normalized: f64::NAN,
+                    },
+                ));
+            } else {
+                out.contributions
+                    .extend(occurrences.iter().map(|&(list, position)| Contribution {
+                        list,
+                        position,
+                        value: plan.contribution(list as usize, position as usize),
+                        raw: f64::NAN,
+                        normalized: f64::NAN,
+                    }));
+            }
+            let mine = &mut out.contributions[start..];
+            match mine {
+                [_] => {}
+                [a, b] => {
+                    if (b.list, b.position) < (a.list, a.position) {
+                        std::mem::swap(a, b);
+                    }
+                }
+                _ => mine.sort_unstable_by_key(|c| (c.list, c.position)),
+            }
+            out.offsets.push(out.contributions.len());
+        }
+        let at = |v: &[f64], id: u32| v.get(id as usize).copied().unwrap_or(f64::NAN);
+        out.factors
+            .extend(self.page.iter().map(|&id| at(&self.factors, id)));
+        out.divisors.resize(n, f64::NAN);
+        out.boosts
+            .extend(self.page.iter().map(|&id| at(&self.boosts, id)));
+    }
+
     /// The trace of the page: every hit's contributions and what its method did with them, in
     /// page order.
     pub fn trace(&self, plan: &Plan, scores: Scores<'_>, out: &mut Trace) {
         out.clear();
+        if !self.generic && self.dense && scores.iter().all(Option::is_none) {
+            self.trace_dense(plan, out);
+            return;
+        }
         let at = |v: &[f64], id: u32| v.get(id as usize).copied().unwrap_or(f64::NAN);
         for &id in &self.page {
             self.contributions(id, plan, scores, &mut out.contributions);

@@ -97,22 +97,15 @@ impl<'a, 'py> PyInterner<'a, 'py> {
 
     /// The id of the item at (`list`, `position`): its key's, or the number of keys interned
     /// so far for a new key.
+    #[inline]
     pub fn intern(&mut self, list: usize, position: usize) -> PyResult<u32> {
         // SAFETY: the scan only asks for positions inside the list.
         let key = unsafe { self.lists[list].get_borrowed_item_unchecked(position) };
-        let hash = match key.hash() {
-            Ok(h) => h,
-            Err(e) => {
-                let py = key.py();
-                if !key.is_instance(hashable_type(py)?)? {
-                    return Err(PyTypeError::new_err(format!(
-                        "lists[{list}][{position}] is not hashable: {}",
-                        repr(&key)
-                    )));
-                }
-                return Err(e);
-            }
-        };
+        // SAFETY: a valid object, GIL held. -1 means an exception is set.
+        let hash = unsafe { ffi::PyObject_Hash(key.as_ptr()) };
+        if hash == -1 {
+            return Err(unhashable(&key, list, position));
+        }
         // Fibonacci hashing: int keys hash to themselves, so their low bits alone would cluster.
         let mask = (1usize << self.bits) - 1;
         let mut i =
@@ -142,5 +135,22 @@ impl<'a, 'py> PyInterner<'a, 'py> {
             }
             i = (i + 1) & mask;
         }
+    }
+}
+
+/// The error of a key whose hash failed: a TypeError naming its place when its type is not
+/// hashable at all, else the exception its `__hash__` raised.
+#[cold]
+#[inline(never)]
+fn unhashable(key: &Borrowed<'_, '_, PyAny>, list: usize, position: usize) -> PyErr {
+    let py = key.py();
+    let e = PyErr::fetch(py);
+    match hashable_type(py).and_then(|h| key.is_instance(h)) {
+        Ok(false) => PyTypeError::new_err(format!(
+            "lists[{list}][{position}] is not hashable: {}",
+            repr(key)
+        )),
+        Ok(true) => e,
+        Err(other) => other,
     }
 }

@@ -461,35 +461,24 @@ impl Spec {
         self.make_tracked(py, values, true)
     }
 
-    /// [`Spec::make`] for fields that are all atomic (see [`is_atomic`]): such a record cannot
-    /// be part of a reference cycle, so it is not tracked by the cyclic collector, as CPython
-    /// does not track such tuples: collections never traverse it (a page of millions of hits
-    /// would otherwise make collections of seconds, in which signals wait too).
-    #[inline]
-    pub fn make_atomic<'py>(
-        &'static self,
-        py: Python<'py>,
-        values: impl IntoIterator<Item = Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.make_tracked(py, values, false)
-    }
-
-    /// [`Spec::make`] (`tracked`) or [`Spec::make_atomic`].
-    #[inline]
+    /// [`Spec::make`], tracked by the cyclic collector or not. A record whose fields are all
+    /// atomic (see [`is_atomic`]) cannot be part of a reference cycle, so it need not be tracked,
+    /// as CPython does not track such tuples: collections never traverse it (a page of millions
+    /// of hits would otherwise make collections of seconds, in which signals wait too).
+    #[inline(always)]
     pub fn make_tracked<'py>(
         &'static self,
         py: Python<'py>,
         values: impl IntoIterator<Item = Bound<'py, PyAny>>,
         tracked: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ty = self.ty_object(py)?;
         let n = self.fields.len();
-        let offset = items_offset(py)?;
-        // SAFETY: `ty` is a record type of `n` fields, stored as `n` tuple items from `offset`.
-        // A new object is allocated with room for them (zeroed, GC-tracked); a freed one taken
-        // back from the free list is a dead object of this very type (reference count 0, items
-        // released, untracked, holding its reference to the type), revived here. Every field is
-        // set to a new reference, and the tuple length is that of the visible fields.
+        // SAFETY: a record of this type has `n` fields, stored as `n` tuple items from
+        // `record_items`. A freed instance taken back from the free list is a dead object of
+        // this very type (reference count 0, items released, untracked, holding its reference to
+        // the type: the type, and so the items' offset, were made before it), revived here; a new
+        // one is allocated with room for the fields (zeroed, GC-tracked). Every field is set to
+        // a new reference, and the tuple length is that of the visible fields.
         unsafe {
             let reused = self.free.pop(); // the GIL is held: `py`
             let obj = match reused {
@@ -498,14 +487,9 @@ impl Spec {
                     ffi::Py_INCREF(obj);
                     obj // tracked below, once its fields are set, unless they are atomic
                 }
-                None => ffi::PyType_GenericAlloc(ty.as_ptr().cast(), n as ffi::Py_ssize_t),
+                None => self.alloc(py)?,
             };
-            let obj = Bound::from_owned_ptr_or_err(py, obj)?;
-            let items = obj
-                .as_ptr()
-                .cast::<u8>()
-                .add(offset)
-                .cast::<*mut ffi::PyObject>();
+            let items = record_items(obj);
             let mut set = 0;
             for (i, v) in values.into_iter().take(n).enumerate() {
                 *items.add(i) = v.into_ptr();
@@ -516,14 +500,83 @@ impl Spec {
             for i in set..self.visible {
                 *items.add(i) = py.None().into_ptr();
             }
-            (*obj.as_ptr().cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
+            (*obj.cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
             // A new object is tracked already; a reused one is tracked once its fields are
             // set. (Untracking twice, again in `dealloc`, is allowed.)
             match (reused.is_some(), tracked) {
-                (true, true) => ffi::PyObject_GC_Track(obj.as_ptr().cast()),
-                (false, false) => ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()),
+                (true, true) => ffi::PyObject_GC_Track(obj.cast()),
+                (false, false) => ffi::PyObject_GC_UnTrack(obj.cast()),
                 _ => {}
             }
+            Ok(Bound::from_owned_ptr(py, obj))
+        }
+    }
+
+    /// [`Spec::make_tracked`] of `M` fields (at most the type's) given as an array: the fields
+    /// are written in place, with no iterator to step through.
+    #[inline(always)]
+    pub fn make_array<'py, const M: usize>(
+        &'static self,
+        py: Python<'py>,
+        values: [Bound<'py, PyAny>; M],
+        tracked: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        debug_assert!(M <= self.fields.len() && M >= self.visible.min(M));
+        // The references are handed to the record (or released when no instance can be made).
+        let values = std::mem::ManuallyDrop::new(values);
+        // SAFETY: as in `make_tracked`; each of `values` is stored once, its reference owned by
+        // the record from then on.
+        unsafe {
+            let reused = self.free.pop(); // the GIL is held: `py`
+            let obj = match reused {
+                Some(p) => {
+                    let obj = p as *mut ffi::PyObject;
+                    ffi::Py_INCREF(obj);
+                    obj
+                }
+                None => match self.alloc(py) {
+                    Ok(obj) => obj,
+                    Err(e) => {
+                        drop(std::mem::ManuallyDrop::into_inner(values));
+                        return Err(e);
+                    }
+                },
+            };
+            let items = record_items(obj);
+            for (i, v) in values.iter().enumerate() {
+                if i < self.fields.len() {
+                    *items.add(i) = v.as_ptr();
+                } else {
+                    ffi::Py_DECREF(v.as_ptr()); // (never: M is at most the fields')
+                }
+            }
+            for i in M..self.visible {
+                *items.add(i) = py.None().into_ptr();
+            }
+            (*obj.cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
+            match (reused.is_some(), tracked) {
+                (true, true) => ffi::PyObject_GC_Track(obj.cast()),
+                (false, false) => ffi::PyObject_GC_UnTrack(obj.cast()),
+                _ => {}
+            }
+            Ok(Bound::from_owned_ptr(py, obj))
+        }
+    }
+
+    /// A new instance, its fields NULL (the type made on first use).
+    #[cold]
+    #[inline(never)]
+    fn alloc(&'static self, py: Python<'_>) -> PyResult<*mut ffi::PyObject> {
+        let ty = self.ty_object(py)?;
+        items_offset(py)?;
+        // SAFETY: `ty` is a record type of `fields.len()` items; a new object or NULL with an
+        // exception set.
+        let obj = unsafe {
+            ffi::PyType_GenericAlloc(ty.as_ptr().cast(), self.fields.len() as ffi::Py_ssize_t)
+        };
+        if obj.is_null() {
+            Err(PyErr::fetch(py))
+        } else {
             Ok(obj)
         }
     }
@@ -568,6 +621,15 @@ unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
     // SAFETY: `offset` is where a tuple's items start, inside the record's allocation.
     let offset = OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed);
     obj.cast::<u8>().add(offset).cast()
+}
+
+/// The items of a tuple (where a record keeps its visible fields), to fill a new one in place.
+///
+/// # Safety
+/// `tuple` must be a tuple, and a record must have been made before (so [`items_offset`] has
+/// run).
+pub unsafe fn tuple_items(tuple: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
+    record_items(tuple)
 }
 
 /// The getter of field `closure` (its index): the field, or None where it is NULL.

@@ -5,6 +5,7 @@
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -14,9 +15,10 @@ use pyo3::types::{
 
 use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
 use super::arrays::{borrow, contiguous, matrix, numpy, shape, slice};
-use super::keys::{exact_ints, hashable_type, PyInterner};
+use super::keys::{hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use super::signals::Signals;
+use crate::fusion::IdTable;
 use crate::revalidate::{self as core, Plan};
 
 fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -87,6 +89,17 @@ fn pair<'py>(
     value: &Bound<'py, PyAny>,
     i: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if let Ok(t) = value.cast_exact::<PyTuple>() {
+        if t.len() == 2 {
+            // SAFETY: a tuple of two items.
+            return unsafe {
+                Ok((
+                    t.get_borrowed_item_unchecked(0).to_owned(),
+                    t.get_borrowed_item_unchecked(1).to_owned(),
+                ))
+            };
+        }
+    }
     let items = if let Ok(t) = value.cast_exact::<PyTuple>() {
         t.clone()
     } else if let Ok(l) = value.cast_exact::<PyList>() {
@@ -123,14 +136,27 @@ fn pair<'py>(
             items.len()
         )));
     }
-    Ok((items.get_item(0)?, items.get_item(1)?))
+    // SAFETY: a tuple of two items.
+    unsafe {
+        Ok((
+            items.get_borrowed_item_unchecked(0).to_owned(),
+            items.get_borrowed_item_unchecked(1).to_owned(),
+        ))
+    }
 }
 
-/// The candidates' ids (a tuple, for the interner) and scores (float objects), checked like the
-/// reference.
-fn extract_candidates<'py>(
-    candidates: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyTuple>, Vec<Bound<'py, PyAny>>)> {
+/// The candidates' ids, their values when every one is an exact int that fits in i64, and
+/// their scores (float objects), checked like the reference.
+struct Candidates<'py> {
+    ids: Vec<Bound<'py, PyAny>>,
+    ints: Option<Vec<i64>>,
+    scores: Vec<Bound<'py, PyAny>>,
+}
+
+/// Signals are checked every this many candidates read.
+const SIGNALS_EVERY: usize = 1 << 16;
+
+fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidates<'py>> {
     let py = candidates.py();
     let plain =
         candidates.is_exact_instance_of::<PyList>() || candidates.is_exact_instance_of::<PyTuple>();
@@ -143,16 +169,30 @@ fn extract_candidates<'py>(
     }
     let outer = as_tuple(candidates, "candidates")?;
     let mut ids = Vec::with_capacity(outer.len());
+    let mut ints = Some(Vec::with_capacity(outer.len()));
     let mut scores = Vec::with_capacity(outer.len());
-    for (i, candidate) in outer.iter().enumerate() {
+    for i in 0..outer.len() {
+        if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
+            py.check_signals()?;
+        }
+        // SAFETY: i < len.
+        let candidate = unsafe { outer.get_borrowed_item_unchecked(i) };
         let (id, score) = pair(&candidate, i)?;
-        let surely_hashable =
-            id.is_exact_instance_of::<PyInt>() || id.is_exact_instance_of::<PyString>();
-        if !surely_hashable && !id.is_instance(hashable_type(py)?)? {
+        let exact_int = id.is_exact_instance_of::<PyInt>();
+        if !exact_int
+            && !id.is_exact_instance_of::<PyString>()
+            && !id.is_instance(hashable_type(py)?)?
+        {
             return Err(PyTypeError::new_err(format!(
                 "candidates[{i}][0] is not hashable: {}",
                 id.repr()?
             )));
+        }
+        if let Some(values) = &mut ints {
+            match exact_int.then(|| as_i64(&id)).flatten() {
+                Some(v) => values.push(v),
+                None => ints = None,
+            }
         }
         ids.push(id);
         // The score as a float object: the candidate's own when it is one.
@@ -162,16 +202,34 @@ fn extract_candidates<'py>(
             PyFloat::new(py, real(&score, &format!("candidates[{i}][1]"))?).into_any()
         });
     }
-    Ok((PyTuple::new(py, ids)?, scores))
+    Ok(Candidates { ids, ints, scores })
+}
+
+/// An exact int's value, when it fits in i64.
+fn as_i64(int: &Bound<'_, PyAny>) -> Option<i64> {
+    let mut overflow = 0;
+    // SAFETY: an exact int, GIL held. Overflow is reported through `overflow` (no exception is
+    // set); an exact int raises nothing else.
+    let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(int.as_ptr(), &mut overflow) };
+    (overflow == 0).then_some(v)
+}
+
+thread_local! {
+    /// The table exact-int ids are planned with, kept between calls on this thread.
+    static TABLE: std::cell::RefCell<IdTable> = std::cell::RefCell::new(IdTable::default());
 }
 
 /// The dedup plan: exact-int ids hashed in Rust, any other ids interned with Python's hash/==.
-fn plan_ids(ids: &Bound<'_, PyTuple>) -> PyResult<Plan> {
-    let lists = std::slice::from_ref(ids);
-    if let Some(ints) = exact_ints(ids.py(), lists, &[ids.len()])? {
-        return Ok(core::plan(&ints[0])?);
+fn plan_ids(py: Python<'_>, candidates: &Candidates<'_>) -> PyResult<Plan> {
+    if let Some(ints) = &candidates.ints {
+        return Ok(TABLE.with(|t| match t.try_borrow_mut() {
+            Ok(mut table) => core::plan_ints(ints, &mut table),
+            Err(_) => core::plan_ints(ints, &mut IdTable::default()),
+        })?);
     }
-    let mut interner = PyInterner::new(ids.py(), lists)?;
+    let ids = PyTuple::new(py, &candidates.ids)?;
+    let lists = std::slice::from_ref(&ids);
+    let mut interner = PyInterner::new(py, lists)?;
     core::plan_with(ids.len(), |i| interner.intern(0, i))
 }
 
@@ -211,7 +269,7 @@ pub fn revalidate<'py>(
     limit: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     // 1. Arguments, in signature order.
-    let (ids, scores) = extract_candidates(candidates)?;
+    let candidates = extract_candidates(candidates)?;
     let get = match lookup.getattr_opt(intern!(py, "get"))? {
         Some(get) if get.is_callable() => get,
         _ => {
@@ -241,33 +299,27 @@ pub fn revalidate<'py>(
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
 
     // 2. The plan. No ids, or limit 0: the lookup is not called at all.
-    let plan = plan_ids(&ids)?;
+    let plan = plan_ids(py, &candidates)?;
     if plan.n_unique() == 0 || limit == Some(0) {
         return Ok(PyList::empty(py));
     }
     let cap = limit.unwrap_or(usize::MAX);
     let mut out = Vec::new();
     // Keeps a live record unless `where` rejects it; true once `limit` are kept.
-    let mut keep = |position: usize, record: Bound<'py, PyAny>| -> PyResult<bool> {
+    let mut keep = |(id, score), record: Bound<'py, PyAny>| -> PyResult<bool> {
         if let Some(w) = &r#where {
             if !w.call1((&record,))?.is_truthy()? {
                 return Ok(false);
             }
         }
-        let id = ids.get_item(position)?;
-        out.push(REVALIDATED.make(py, [id, record, scores[position].clone()])?);
+        out.push(REVALIDATED.make_array(py, [id, record, score], true)?);
         Ok(out.len() >= cap)
     };
+    let Candidates { ids, scores, .. } = candidates;
 
     // 3. Batch path: ONE call with the unique ids; an Exception falls back to the per-id path.
     if let Some(get_many) = get_many {
-        let unique = PyList::new(
-            py,
-            plan.first
-                .iter()
-                .map(|&p| ids.get_item(p as usize))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?;
+        let unique = PyList::new(py, plan.first.iter().map(|&p| &ids[p as usize]))?;
         match get_many.call1((&unique,)) {
             Ok(found) => {
                 if !found.is_instance(mapping_type(py)?)? {
@@ -278,11 +330,12 @@ pub fn revalidate<'py>(
                 }
                 let dict = found.cast_exact::<PyDict>().ok();
                 let get_found = intern!(py, "get");
-                let mut records = Vec::with_capacity(unique.len());
-                for u in unique.iter() {
+                // The records of the unique ids (the list passed is the lookup's to keep).
+                let mut records = Vec::with_capacity(plan.n_unique());
+                for u in plan.first.iter().map(|&p| &ids[p as usize]) {
                     let record = match dict {
-                        Some(d) => d.get_item(&u)?,
-                        None => Some(found.call_method1(get_found, (&u,))?),
+                        Some(d) => d.get_item(u)?,
+                        None => Some(found.call_method1(get_found, (u,))?),
                     };
                     records.push(record.filter(|r| !r.is_none()));
                 }
@@ -290,8 +343,15 @@ pub fn revalidate<'py>(
                 //    decides).
                 let present: Vec<bool> = records.iter().map(Option::is_some).collect();
                 let rebuild_limit = if r#where.is_none() { limit } else { None };
+                // The kept candidates' ids and scores, moved out in input order.
+                let mut candidates = ids.into_iter().zip(scores);
+                let mut next = 0;
                 for position in core::rebuild(&plan.slots, &present, rebuild_limit) {
                     let position = position as usize;
+                    let candidate = position
+                        .checked_sub(next)
+                        .and_then(|skip| candidates.nth(skip));
+                    next = position + 1;
                     // rebuild keeps present records only: a missing one is a bug, raised.
                     let record =
                         records[plan.slots[position] as usize]
@@ -301,7 +361,12 @@ pub fn revalidate<'py>(
                                     "rankfusion internal error: the rebuild kept a missing record",
                                 )
                             })?;
-                    if keep(position, record)? {
+                    let candidate = candidate.ok_or_else(|| {
+                        pyo3::exceptions::PyRuntimeError::new_err(
+                            "rankfusion internal error: the rebuild went back",
+                        )
+                    })?;
+                    if keep(candidate, record)? {
                         break;
                     }
                 }
@@ -313,8 +378,8 @@ pub fn revalidate<'py>(
     }
 
     // Per-id path: one get() per candidate; an Exception or None drops it.
-    for position in 0..ids.len() {
-        let record = match get.call1((ids.get_item(position)?,)) {
+    for (id, score) in ids.into_iter().zip(scores) {
+        let record = match get.call1((&id,)) {
             Ok(r) => r,
             Err(e) if is_exception(py, &e) => continue,
             Err(e) => return Err(e),
@@ -322,7 +387,7 @@ pub fn revalidate<'py>(
         if record.is_none() {
             continue;
         }
-        if keep(position, record)? {
+        if keep((id, score), record)? {
             break;
         }
     }

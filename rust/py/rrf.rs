@@ -13,7 +13,7 @@ use super::args::{
 use super::errors::fusion_error;
 use super::gc;
 use super::keys::{exact_ints, PyInterner};
-use super::results::{is_atomic, CONTRIBUTION, HIT};
+use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::Error;
 use crate::fusion::params::{self, Params, Plan, TieBreak};
@@ -335,13 +335,21 @@ impl Engine {
                 PyFloat::new(py, x).into_any()
             }
         };
-        let weights: Vec<Bound<'py, PyAny>> = if trace {
+        let (weights, list_indices): (Vec<_>, Vec<_>) = if trace {
             plan.weights
                 .iter()
-                .map(|&w| PyFloat::new(py, w).into_any())
-                .collect()
+                .enumerate()
+                .map(|(i, &w)| {
+                    Ok((
+                        PyFloat::new(py, w).into_any(),
+                        i.into_pyobject(py)?.into_any(),
+                    ))
+                })
+                .collect::<PyResult<Vec<_>>>()?
+                .into_iter()
+                .unzip()
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let mut hits = Vec::with_capacity(page.len());
         let paused = gc::Paused::for_objects(py, page.len())?;
@@ -363,7 +371,7 @@ impl Engine {
                 if !trace {
                     let key = key.to_owned();
                     let tracked = !is_atomic(&key);
-                    hits.push(HIT.make_tracked(py, [key, score], tracked)?);
+                    hits.push(HIT.make_array(py, [key, score], tracked)?);
                     continue;
                 }
                 let contributions = self.trace.hit(j);
@@ -378,21 +386,23 @@ impl Engine {
                 for (i, c) in contributions.iter().enumerate() {
                     let list = c.list as usize;
                     let fields = [
-                        list.into_pyobject(py)?.into_any(),
+                        list_indices[list].clone(),
                         c.rank().into_pyobject(py)?.into_any(),
                         weights[list].clone(),
                         PyFloat::new(py, c.value).into_any(),
                         float_or_none(c.raw),
                     ];
                     let item = if c.normalized.is_nan() {
-                        CONTRIBUTION.make_atomic(py, fields)? // `normalized` left unset: None
+                        CONTRIBUTION.make_array(py, fields, false)? // `normalized` left unset: None
                     } else {
+                        let [a, b, c2, d, e] = fields;
                         let normalized = PyFloat::new(py, c.normalized).into_any();
-                        CONTRIBUTION.make_atomic(py, fields.into_iter().chain([normalized]))?
+                        CONTRIBUTION.make_array(py, [a, b, c2, d, e, normalized], false)?
                     };
-                    // SAFETY: `items` is a tuple of `contributions.len()` slots; `i` is in range.
+                    // SAFETY: `items` is a new tuple of `contributions.len()` slots, all NULL;
+                    // `i` is in range (a record was made above: the items' offset is known).
                     unsafe {
-                        ffi::PyTuple_SetItem(items.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+                        *tuple_items(items.as_ptr()).add(i) = item.into_ptr();
                     }
                 }
                 let applied = [
@@ -401,13 +411,13 @@ impl Engine {
                     self.trace.boosts[j],
                 ];
                 let hit = if applied.iter().all(|x| x.is_nan()) {
-                    HIT.make(py, [key.to_owned(), score, items]) // factor .. boost unset: None
+                    HIT.make_array(py, [key.to_owned(), score, items], true) // factor .. boost unset: None
                 } else {
-                    HIT.make(
+                    let [factor, divisor, boost] = applied.map(float_or_none);
+                    HIT.make_array(
                         py,
-                        [key.to_owned(), score, items]
-                            .into_iter()
-                            .chain(applied.map(float_or_none)),
+                        [key.to_owned(), score, items, factor, divisor, boost],
+                        true,
                     )
                 };
                 hits.push(hit?);
