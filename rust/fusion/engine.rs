@@ -605,7 +605,12 @@ impl Workspace {
                     if let Some(i) = block_scores.iter().position(|s| !s.is_finite()) {
                         let score = block_scores[i];
                         self.scores.truncate(start + i);
-                        return Err(self.non_finite(start + i, score, plan));
+                        let stage = if plan.params.method == Method::Rrf {
+                            Stage::Rrf
+                        } else {
+                            Stage::Fused
+                        };
+                        return Err(self.non_finite(start + i, score, stage));
                     }
                 }
                 return Ok(());
@@ -701,23 +706,6 @@ impl Workspace {
     /// Key `key`'s occurrences once grouped, in scan order.
     fn grouped_of(&self, key: usize) -> &[Occurrence] {
         &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize]
-    }
-
-    /// The error of key `key`'s sum `score`, not finite (before any normalisation).
-    #[cold]
-    fn non_finite(&self, key: usize, score: f64, plan: &Plan) -> Error {
-        let first = self.keys[key].first;
-        let stage = if plan.params.method == Method::Rrf {
-            Stage::Rrf
-        } else {
-            Stage::Fused
-        };
-        Problem::NonFiniteScore {
-            key: KeyRef::at(first.0 as usize, first.1 as usize),
-            score,
-            stage,
-        }
-        .into()
     }
 
     /// A key's score from the canonical sum of its contributions: times the ISR family's
