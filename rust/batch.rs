@@ -566,19 +566,7 @@ mod tests {
     use super::*;
     use crate::fusion::{self, canonical_sum, Duplicates, Hit, Params, TieBreak};
 
-    /// A tiny deterministic generator (xorshift), enough for differential tests.
-    pub(crate) struct Rng(pub u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::testing::Rng;
 
     fn batch(
         mats: &[IdMatrix<'_>],

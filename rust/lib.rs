@@ -12,6 +12,8 @@ pub mod memory;
 pub mod optimize;
 pub mod pool;
 pub mod revalidate;
+#[cfg(test)]
+mod testing;
 pub mod trec;
 
 #[cfg(feature = "python")]

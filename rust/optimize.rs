@@ -394,22 +394,7 @@ mod tests {
     use crate::batch::{fuse_batch_into_vecs, BatchOutput, Extra, IdMatrix};
     use crate::fusion::Params;
 
-    /// A tiny deterministic generator (xorshift).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-            xs[self.below(xs.len() as u64) as usize]
-        }
-    }
+    use crate::testing::Rng;
 
     struct Batch {
         ids: Vec<Vec<i64>>,

@@ -1105,21 +1105,7 @@ mod tests {
         canonical_sum_of(values.len(), |i| values[i], &mut Vec::new())
     }
 
-    /// A small deterministic generator (xorshift).
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    use crate::testing::Rng;
 
     #[test]
     fn valleys_are_summed_without_sorting_and_give_the_sorted_bits() {
@@ -1175,14 +1161,14 @@ mod tests {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let mut valleys = 0;
         for round in 0..20_000 {
-            let n = 1 + rng.below(12);
-            let mut v: Vec<f64> = (0..n).map(|_| pool[rng.below(pool.len())]).collect();
+            let n = 1 + rng.below(12) as usize;
+            let mut v: Vec<f64> = (0..n).map(|_| rng.pick(&pool)).collect();
             // Descending, ascending, a valley, or as drawn; ties broken as they come.
             match round % 4 {
                 0 => v.sort_by(|a, b| b.partial_cmp(a).unwrap()),
                 1 => v.sort_by(|a, b| a.partial_cmp(b).unwrap()),
                 2 => {
-                    let cut = rng.below(n + 1);
+                    let cut = rng.below(n as u64 + 1) as usize;
                     v[..cut].sort_by(|a, b| b.partial_cmp(a).unwrap());
                     v[cut..].sort_by(|a, b| a.partial_cmp(b).unwrap());
                 }

@@ -310,19 +310,7 @@ fn model(lists: &[&[u8]], p: &Params) -> std::result::Result<Vec<(u8, f64)>, ()>
         .collect())
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-    fn pick<T: Copy>(&mut self, choices: &[T]) -> T {
-        choices[self.below(choices.len() as u64) as usize]
-    }
-}
+use crate::testing::Rng;
 
 #[test]
 fn the_engine_agrees_with_the_model() {

@@ -480,21 +480,55 @@ impl Spec {
         // one is allocated with room for the fields (zeroed, GC-tracked). Every field is set to
         // a new reference, and the tuple length is that of the visible fields.
         unsafe {
-            let reused = self.free.pop(); // the GIL is held: `py`
-            let obj = match reused {
-                Some(p) => {
-                    let obj = p as *mut ffi::PyObject;
-                    ffi::Py_INCREF(obj);
-                    obj // tracked below, once its fields are set, unless they are atomic
-                }
-                None => self.alloc(py)?,
-            };
+            let (obj, reused) = self.instance(py)?;
             let items = record_items(obj);
             let mut set = 0;
             for (i, v) in values.into_iter().take(n).enumerate() {
                 *items.add(i) = v.into_ptr();
                 set = i + 1;
             }
+            Ok(self.finish(py, obj, set, reused, tracked))
+        }
+    }
+
+    /// A freed instance taken back from the free list (revived: reference count 1, its
+    /// fields to set; `true`), or a new one (`false`).
+    ///
+    /// # Safety
+    /// The GIL is held (`py`); every field of the instance must then be set (see
+    /// [`Spec::finish`]).
+    #[inline(always)]
+    unsafe fn instance(&'static self, py: Python<'_>) -> PyResult<(*mut ffi::PyObject, bool)> {
+        match self.free.pop() {
+            Some(p) => {
+                let obj = p as *mut ffi::PyObject;
+                // SAFETY: a dead instance of this type, revived here (see `make_tracked`).
+                unsafe { ffi::Py_INCREF(obj) };
+                Ok((obj, true)) // tracked in `finish`, unless its fields are atomic
+            }
+            None => Ok((self.alloc(py)?, false)),
+        }
+    }
+
+    /// Completes an instance from [`Spec::instance`] whose first `set` fields are set: the
+    /// other visible ones None, the tuple length that of the visible fields, tracked by the
+    /// collector or not.
+    ///
+    /// # Safety
+    /// `obj` comes from `instance` (`reused` as it said), its first `set` fields set; the GIL
+    /// is held.
+    #[inline(always)]
+    unsafe fn finish<'py>(
+        &self,
+        py: Python<'py>,
+        obj: *mut ffi::PyObject,
+        set: usize,
+        reused: bool,
+        tracked: bool,
+    ) -> Bound<'py, PyAny> {
+        // SAFETY: as the caller promises: a record of this type, its items writable.
+        unsafe {
+            let items = record_items(obj);
             // Visible fields are tuple items and never NULL; hidden ones not given stay NULL
             // (read as None), which spares a reference count on each.
             for i in set..self.visible {
@@ -503,12 +537,12 @@ impl Spec {
             (*obj.cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
             // A new object is tracked already; a reused one is tracked once its fields are
             // set. (Untracking twice, again in `dealloc`, is allowed.)
-            match (reused.is_some(), tracked) {
+            match (reused, tracked) {
                 (true, true) => ffi::PyObject_GC_Track(obj.cast()),
                 (false, false) => ffi::PyObject_GC_UnTrack(obj.cast()),
                 _ => {}
             }
-            Ok(Bound::from_owned_ptr(py, obj))
+            Bound::from_owned_ptr(py, obj)
         }
     }
 
@@ -527,20 +561,12 @@ impl Spec {
         // SAFETY: as in `make_tracked`; each of `values` is stored once, its reference owned by
         // the record from then on.
         unsafe {
-            let reused = self.free.pop(); // the GIL is held: `py`
-            let obj = match reused {
-                Some(p) => {
-                    let obj = p as *mut ffi::PyObject;
-                    ffi::Py_INCREF(obj);
-                    obj
+            let (obj, reused) = match self.instance(py) {
+                Ok(made) => made,
+                Err(e) => {
+                    drop(std::mem::ManuallyDrop::into_inner(values));
+                    return Err(e);
                 }
-                None => match self.alloc(py) {
-                    Ok(obj) => obj,
-                    Err(e) => {
-                        drop(std::mem::ManuallyDrop::into_inner(values));
-                        return Err(e);
-                    }
-                },
             };
             let items = record_items(obj);
             for (i, v) in values.iter().enumerate() {
@@ -550,16 +576,7 @@ impl Spec {
                     ffi::Py_DECREF(v.as_ptr()); // (never: M is at most the fields')
                 }
             }
-            for i in M..self.visible {
-                *items.add(i) = py.None().into_ptr();
-            }
-            (*obj.cast::<ffi::PyVarObject>()).ob_size = self.visible as ffi::Py_ssize_t;
-            match (reused.is_some(), tracked) {
-                (true, true) => ffi::PyObject_GC_Track(obj.cast()),
-                (false, false) => ffi::PyObject_GC_UnTrack(obj.cast()),
-                _ => {}
-            }
-            Ok(Bound::from_owned_ptr(py, obj))
+            Ok(self.finish(py, obj, M.min(self.fields.len()), reused, tracked))
         }
     }
 
