@@ -339,8 +339,8 @@ fn check_row_scores(
             continue;
         }
         for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
-            if id != pad && (x.is_nan() || (read && x.is_infinite())) {
-                params::raw_score(&format!("scores[{i}][{j}]"), x, read)?;
+            if id != pad {
+                params::raw_score(x, read, || format!("scores[{i}][{j}]"))?;
             }
         }
     }

@@ -310,17 +310,17 @@ pub fn finite(name: &str, x: f64) -> Result<f64> {
     }
 }
 
-/// A raw score (`scores[i][j]`): never NaN; infinite only where the method does not `read` it
-/// (a rank-based method carries it into traces).
-pub fn raw_score(name: &str, x: f64, read: bool) -> Result<f64> {
+/// A raw score: never NaN; infinite only where the method does not `read` it (a rank-based
+/// method carries it into traces). `name` (`scores[i][j]`) is made only for the error.
+pub fn raw_score(x: f64, read: bool, name: impl FnOnce() -> String) -> Result<f64> {
     if x.is_nan() {
-        return Err(Error::invalid(name, format!("{name} must not be NaN")));
+        let name = name();
+        return Err(Error::invalid(&name, format!("{name} must not be NaN")));
     }
-    if read {
-        finite(name, x)
-    } else {
-        Ok(x)
+    if read && !x.is_finite() {
+        return finite(&name(), x);
     }
+    Ok(x)
 }
 
 pub fn k(k: f64) -> Result<f64> {

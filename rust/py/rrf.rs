@@ -111,15 +111,13 @@ fn raw_scores(
                     break;
                 }
             }
-            // A float that passes the checks needs no name (the usual case, made without one).
-            let fast = x.cast_exact::<PyFloat>().ok().map(|f| f.value());
-            match fast.filter(|v| if read { v.is_finite() } else { !v.is_nan() }) {
-                Some(v) => raw.push(v),
-                None => {
-                    let name = format!("{name}[{j}]");
-                    raw.push(params::raw_score(&name, real(&x, &name)?, read)?);
-                }
-            }
+            // The name is made only for an error (a float, the usual case, is read without).
+            let item_name = || format!("{name}[{j}]");
+            let value = match x.cast_exact::<PyFloat>() {
+                Ok(f) => f.value(),
+                Err(_) => real(&x, &item_name())?,
+            };
+            raw.push(params::raw_score(value, read, item_name)?);
         }
         if let Some(e) = interrupted {
             // Raised at once: the copy of the list is freed on another thread.

@@ -134,7 +134,7 @@ fn fuse_query(
             .collect();
         for (l, s) in scores.iter().enumerate() {
             for (j, &x) in s.unwrap_or_default().iter().enumerate() {
-                params::raw_score(&format!("scores[{l}][{j}]"), x, true)
+                params::raw_score(x, true, || format!("scores[{l}][{j}]"))
                     .map_err(|e| e.at(At::Qid(qid.to_vec())))?;
             }
         }
