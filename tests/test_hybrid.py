@@ -368,3 +368,107 @@ def test_bad_candidates_are_named_as_revalidate_names_them(store, candidates, ex
 
     with pytest.raises(exc, match=match):
         hybrid_search(store, "flutter", [1, 0, 0], vector_index=Index(), limit=3)
+
+
+# --- candidates as (id, float) tuples take a one-pass path: the same hits as the general one -----
+
+
+class AsGiven:
+    """An index returning fixed candidates, as they are given (any shape)."""
+
+    filtering = "none"
+
+    def __init__(self, candidates):
+        self.candidates = candidates
+
+    def keyword_search(self, text, k):
+        return self.candidates[:k]
+
+    def vector_search(self, vector, k):
+        return self.candidates[:k]
+
+
+class LiveSet:
+    """A store that answers liveness from a set and records the union it was asked about."""
+
+    def __init__(self, live):
+        self.live = live
+        self.asked = []
+
+    def live_ids(self, ids):
+        self.asked.append(list(ids))
+        return {i for i in ids if i in self.live}
+
+    def get(self, id):
+        return {"id": id} if id in self.live else None
+
+    def get_many(self, ids):
+        return {i: {"id": i} for i in ids if i in self.live}
+
+
+KEYWORD = [(1, 3.0), ("b", 2.5), (2, 2.0), (1.0, 1.5), (True, 1.25), (7, 1.0), ((3, "t"), 0.5)]
+VECTOR = [(2, 0.9), (9, 0.8), ("b", 0.7), (1, 0.6), (5, -0.1), (8, float("-inf"))]
+
+
+@pytest.mark.parametrize("trace", [False, True])
+@pytest.mark.parametrize("window, limit", [(2, 3), (3, 10), (100, 100)])
+@pytest.mark.parametrize("weights", [None, [2.0, 0.5], [1.0, 0.0]])
+@pytest.mark.parametrize(
+    "general",
+    [
+        lambda c: [list(p) for p in c],  # lists, not tuples
+        lambda c: [(i, np.float64(s)) for i, s in c],  # a float subclass
+        lambda c: tuple(c),  # a tuple of pairs
+    ],
+    ids=["lists", "np.float64", "tuple"],
+)
+def test_tuple_pairs_fuse_as_the_general_path_does(general, weights, window, limit, trace):
+    live = {1, "b", 2, 9, (3, "t"), 5}  # 7 and 8 are deleted; 1.0 and True are 1
+    fast_store, general_store = LiveSet(live), LiveSet(live)
+    fast = hybrid_search(
+        fast_store, "q", [0.0], keyword_index=AsGiven(KEYWORD), vector_index=AsGiven(VECTOR),
+        limit=limit, window=window, weights=weights, trace=trace,
+    )  # fmt: skip
+    slow = hybrid_search(
+        general_store, "q", [0.0],
+        keyword_index=AsGiven(general(KEYWORD)), vector_index=AsGiven(general(VECTOR)),
+        limit=limit, window=window, weights=weights, trace=trace,
+    )  # fmt: skip
+    assert fast == slow and [vars(h) for h in fast] == [vars(h) for h in slow]
+    # one liveness question about the union of the pools (window * 3 candidates of each list),
+    # in first-seen order, each id once (dict semantics: 1.0 and True are the key 1)
+    union = [1, "b", 2, 7, (3, "t"), 9, 5, 8] if window >= 3 else [1, "b", 2, 7, 9, 5, 8]
+    assert fast_store.asked == general_store.asked == [union]
+    assert 7 not in ids(fast) and 8 not in ids(fast)
+
+
+def test_an_unhashable_id_among_tuple_pairs_is_named():
+    bad = [(1, 0.5), ([2], 0.25)]
+    with pytest.raises(TypeError, match=r"candidates\[1\]\[0\] is not hashable"):
+        hybrid_search(LiveSet({1}), "q", None, keyword_index=AsGiven(bad), limit=3)
+
+
+def test_a_liveness_check_that_changes_the_candidates_does_not_crash():
+    keyword = [(i, 1.0 / i) for i in range(1, 9)]
+
+    class Shrinking(set):
+        def __contains__(self, id):
+            keyword.clear()  # the caller's list, emptied while it is read
+            return super().__contains__(id)
+
+    class Store:
+        def live_ids(self, ids):
+            return Shrinking(ids)
+
+        def get(self, id):
+            return {"id": id}
+
+        def get_many(self, ids):
+            return {i: {"id": i} for i in ids}
+
+    class Same(AsGiven):
+        def keyword_search(self, text, k):
+            return self.candidates  # the list itself, not a copy
+
+    hits = hybrid_search(Store(), "q", None, keyword_index=Same(keyword), limit=5)
+    assert ids(hits) == [1]  # read until the list ran out, nothing invented

@@ -16,7 +16,9 @@ __all__ = [
     "_Trace",
     "_METHODS",
     "_NORMS",
+    "_fuse_live_pairs",
     "_fuse_run_files",
+    "_pairs_union",
     "_parse_run",
     "_parse_run_files",
     "_run_lines",
@@ -417,6 +419,23 @@ def _parse_qrels(data: bytes, path: str, duplicates: str) -> dict[str, dict[str,
 def _run_lines(
     qid: str, docids: Sequence[Any], scores: Optional[Sequence[Any]], tag: str
 ) -> Optional[str]: ...
+
+# Private helpers of rankfusion.hybrid (not part of the API).
+def _pairs_union(searches: Sequence[Any]) -> Optional[list[Any]]:
+    """The ids of every search's candidates, each once, in first-seen order, when every search
+    is a list of ``(id, float)`` tuples with hashable ids; else None."""
+
+def _fuse_live_pairs(
+    searches: Sequence[Any],
+    alive: Any,
+    window: int,
+    *,
+    k: float,
+    weights: Optional[Sequence[float]],
+    limit: Optional[int],
+    trace: bool,
+) -> list[Hit]:
+    """``rrf`` of each search's candidates whose id is ``in alive``, up to ``window`` per list."""
 
 # Private helper of rankfusion.optimize (not part of the API).
 @final

@@ -26,10 +26,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, islice
 from typing import Any, Protocol, runtime_checkable
 
-from ._core import Contribution, pool_size, revalidate, rrf
+from ._core import Contribution, _fuse_live_pairs, _pairs_union, pool_size, revalidate, rrf
 
 __all__ = [
     "LISTS",
@@ -164,29 +163,11 @@ class _Ids:
         return {}
 
 
-def _tuple_pairs(candidates: Any) -> bool:
-    """Whether ``candidates`` is a list of (id, float) 2-tuples, as the indexes of this package
-    return them: then there is nothing for ``revalidate`` to check or convert but the ids."""
-    return type(candidates) is list and (
-        not candidates
-        or (
-            set(map(type, candidates)) == {tuple}
-            and set(map(len, candidates)) == {2}
-            and set(map(type, map(_second, candidates))) == {float}
-        )
-    )
-
-
-def _union(searches: list, tuple_pairs: bool) -> list:
-    """The ids of the candidates of every list, each once, in first-seen order (dict semantics).
-    Lists of (id, score) tuples are read directly; anything else goes through ``revalidate``,
-    which checks the candidates (pairs, hashable ids, real scores) and raises the error that
-    names a bad one. ``tuple_pairs``: every list is a list of 2-tuples (see ``_tuple_pairs``)."""
-    if tuple_pairs:
-        try:
-            return list(dict.fromkeys(chain.from_iterable(map(_first, c) for c in searches)))
-        except TypeError:
-            pass  # an unhashable id: revalidate names it below
+def _union(searches: list) -> list:
+    """The ids of the candidates of every list, each once, in first-seen order (dict semantics),
+    checked (pairs, hashable ids, real scores) by ``revalidate``, which raises the error that
+    names a bad one. (Lists of (id, float) tuples, as the indexes of this package return them,
+    take ``_pairs_union`` instead: the same ids, one pass.)"""
     union: dict = {}
     for candidates in searches:
         ids = _Ids()
@@ -289,8 +270,10 @@ def hybrid_search(
             searches.append(search(query, pool))
 
     # One snapshot: the liveness (or the records) of both lists' candidates in ONE lookup.
-    tuple_pairs = all(map(_tuple_pairs, searches))
-    union = _union(searches, tuple_pairs)
+    union = _pairs_union(searches)  # lists of (id, float) tuples: their ids, in one pass
+    tuple_pairs = union is not None
+    if union is None:
+        union = _union(searches)
     live_ids = getattr(store, "live_ids", None)
     records: Mapping | None = None  # the records of the union, when looked up
     if where is None and callable(live_ids):
@@ -300,27 +283,25 @@ def hybrid_search(
     else:
         alive = records = _records(store, union) if union else {}
     if where is None and tuple_pairs:
-        # (id, score) tuples and no `where`: revalidation keeps the live ones, in order
-        is_live = alive.__contains__
-        lists = [
-            list(islice(compress(c, map(is_live, map(_first, c))), min(window, len(c))))
-            for c in searches
-        ]
+        # (id, float) tuples and no `where`: each list keeps its live candidates, in order, up
+        # to `window`, and the two are fused, in one call
+        hits = _fuse_live_pairs(
+            searches, alive, window, k=k, weights=weights, limit=limit, trace=trace
+        )
     else:
         lookup = records if records is not None else dict.fromkeys(alive, True)
         lists = [
             [(r.id, r.score) for r in revalidate(c, lookup, where=where, limit=window)]
             for c in searches
         ]
-
-    hits = rrf(
-        [list(map(_first, live)) for live in lists],
-        k=k,
-        weights=weights,
-        limit=limit,
-        scores=[list(map(_second, live)) for live in lists],
-        trace=trace,
-    )
+        hits = rrf(
+            [list(map(_first, live)) for live in lists],
+            k=k,
+            weights=weights,
+            limit=limit,
+            scores=[list(map(_second, live)) for live in lists],
+            trace=trace,
+        )
     keys = [h.key for h in hits]
     if records is None:  # the ids-only check: the records of the hits returned, and only those
         records = _records(store, keys) if keys else {}

@@ -295,10 +295,12 @@ class SQLiteStore:
         live = self._live_rowids()
         if live is not None:
             # Nothing changed since the last vector search read which rows are live: read those
-            # rows by rowid, faster than by id (up to 500 of them as parameters, faster still).
+            # rows by rowid, faster than by id (up to 500 of them as parameters, faster still;
+            # in ascending order, faster again: SQLite walks the table's B-tree forward).
             rowids = [rowid for rowid in map(live.get, keys) if rowid is not None]
             if not rowids:
                 return {}
+            rowids.sort()
             if len(rowids) <= 500:
                 where = f"rowid IN ({','.join('?' * len(rowids))})"
                 rows = self.connection.execute(

@@ -10,6 +10,7 @@ mod arrays;
 mod batch;
 mod errors;
 mod gc;
+mod hybrid;
 mod keys;
 mod optimize;
 mod results;
@@ -34,6 +35,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(revalidate::revalidate, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::pool_size, m)?)?;
     m.add_function(wrap_pyfunction!(revalidate::revalidate_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(hybrid::_pairs_union, m)?)?;
+    m.add_function(wrap_pyfunction!(hybrid::_fuse_live_pairs, m)?)?;
     m.add_class::<optimize::PyTrace>()?;
     m.add("TrecFormatError", errors::trec_format_error(m.py())?)?;
     // The names `fuse` accepts, for the command's choices (without importing the reference).

@@ -1,0 +1,150 @@
+//! The glue of `rankfusion.hybrid.hybrid_search` for candidates as this package's indexes return
+//! them (lists of `(id, float)` tuples): the union of both lists' ids, and the fusion of their
+//! live candidates, each one call instead of a dozen Python-level passes. Private (`_core`):
+//! `hybrid_search` decides when they apply and does everything else in Python.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
+
+use super::args::{integer, Arg};
+use super::rrf::fuse;
+
+/// The candidates of every search, if each search is a list of `(id, float)` 2-tuples (exact
+/// types): then nothing but the ids needs checking, and they were checked by hashing them here.
+fn tuple_pairs<'py>(searches: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyList>>>> {
+    let Ok(searches) = searches.cast_exact::<PyList>() else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(searches.len());
+    for search in searches.iter() {
+        let Ok(list) = search.cast_exact::<PyList>() else {
+            return Ok(None);
+        };
+        let pairs = list.iter().all(|item| {
+            item.cast_exact::<PyTuple>().is_ok_and(|t| {
+                // SAFETY: a tuple of two items.
+                t.len() == 2
+                    && unsafe { t.get_borrowed_item_unchecked(1) }.is_exact_instance_of::<PyFloat>()
+            })
+        });
+        if !pairs {
+            return Ok(None);
+        }
+        out.push(list.clone());
+    }
+    Ok(Some(out))
+}
+
+/// The ids of the candidates of every list in `searches`, each once, in first-seen order (dict
+/// semantics: 1, 1.0 and True are one id), when every list is a list of `(id, float)` 2-tuples
+/// and every id is hashable; else None (the caller checks the candidates the slow way, which
+/// names a bad one). An id's own exception other than TypeError propagates.
+#[pyfunction]
+pub fn _pairs_union<'py>(
+    py: Python<'py>,
+    searches: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let Some(lists) = tuple_pairs(searches)? else {
+        return Ok(None);
+    };
+    let seen = PyDict::new(py);
+    let none = py.None();
+    for list in &lists {
+        for item in list.iter() {
+            // SAFETY: `tuple_pairs` checked that every item is a tuple of two items.
+            let id = unsafe {
+                item.cast_unchecked::<PyTuple>()
+                    .get_borrowed_item_unchecked(0)
+            };
+            match seen.set_item(id, &none) {
+                Ok(()) => {}
+                Err(e) if e.is_instance_of::<PyTypeError>(py) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(Some(seen.keys()))
+}
+
+/// RRF of the live candidates of each search: each list keeps, in order, its candidates whose id
+/// is `in alive`, up to `window` of them, and is fused as
+/// `rrf(ids, k=k, weights=weights, limit=limit, scores=scores, trace=trace)` — the same hits, the
+/// same errors. Every search must be a list of `(id, float)` 2-tuples (TypeError otherwise: the
+/// caller checks with `_pairs_union` first).
+#[pyfunction]
+#[pyo3(signature = (searches, alive, window, *, k, weights, limit, trace))]
+#[allow(clippy::too_many_arguments)]
+pub fn _fuse_live_pairs<'py>(
+    py: Python<'py>,
+    searches: &Bound<'py, PyAny>,
+    alive: &Bound<'py, PyAny>,
+    window: &Bound<'py, PyAny>,
+    k: Arg<'py>,
+    weights: Option<Bound<'py, PyAny>>,
+    limit: Option<Bound<'py, PyAny>>,
+    trace: Arg<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let Some(searches) = tuple_pairs(searches)? else {
+        return Err(PyTypeError::new_err(
+            "searches must be lists of (id, float) tuples",
+        ));
+    };
+    let window = integer(window, "window", 0)?;
+    let mut lists = Vec::with_capacity(searches.len());
+    let mut scores = Vec::with_capacity(searches.len());
+    for search in &searches {
+        let mut ids = Vec::new();
+        let mut values = Vec::new();
+        for item in search.iter() {
+            if ids.len() >= window {
+                break;
+            }
+            // The list is the caller's: `alive.__contains__` may have changed it.
+            let pair = item.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 2);
+            let Some(pair) = pair else {
+                return Err(PyTypeError::new_err(
+                    "searches must be lists of (id, float) tuples",
+                ));
+            };
+            // SAFETY: a tuple of two items.
+            let (id, score) = unsafe {
+                (
+                    pair.get_borrowed_item_unchecked(0),
+                    pair.get_borrowed_item_unchecked(1),
+                )
+            };
+            if alive.contains(id)? {
+                ids.push(id.to_owned());
+                values.push(score.to_owned());
+            }
+        }
+        lists.push(PyTuple::new(py, ids)?);
+        scores.push(PyTuple::new(py, values)?);
+    }
+    let lists = PyTuple::new(py, lists)?;
+    let scores = PyTuple::new(py, scores)?.into_any();
+    fuse(
+        py,
+        lists.as_any(),
+        Arg::Missing,
+        None,
+        k,
+        weights,
+        None,
+        Arg::Missing,
+        Arg::Missing,
+        Arg::Missing,
+        limit,
+        None,
+        Arg::Missing,
+        Some(scores),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        trace,
+    )
+}
