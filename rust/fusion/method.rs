@@ -650,6 +650,40 @@ where
     .into()
 }
 
+/// The error of [`Scored::dense_pairs`]'s key `key` with a value that is not finite: the first
+/// such in list order (slot order), as [`Scored::dense_keys`] reports it.
+#[cold]
+#[inline(never)]
+fn pair_not_finite<C, F>(
+    q: &Dense<'_, C, F>,
+    key: usize,
+    mut values: [(usize, f64); 2],
+    two: bool,
+) -> Error
+where
+    C: Fn(usize) -> usize,
+    F: Fn(usize) -> (u32, u32),
+{
+    let held = if two {
+        &mut values[..]
+    } else {
+        &mut values[..1]
+    };
+    held.sort_by_key(|&(slot, _)| slot);
+    let (slot, value) = held
+        .iter()
+        .copied()
+        .find(|(_, v)| !v.is_finite())
+        .unwrap_or(held[0]);
+    let first = (q.first)(key);
+    Problem::NonFiniteNormalized {
+        key: KeyRef::at(first.0 as usize, first.1 as usize),
+        list: q.read[slot],
+        value,
+    }
+    .into()
+}
+
 impl Scored {
     /// Scores every key of `q` by its method (anything but RRF, RBC and the ISR family).
     pub fn score(&mut self, q: &Scanned<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
@@ -896,6 +930,12 @@ impl Scored {
                 *f = present_factor(plan, present);
             }
         }
+        if q.stride == 2
+            && !fill
+            && (sums_terms(method) || matches!(method, Method::Max | Method::Min))
+        {
+            return self.dense_pairs(q, out, cancel, value, &factors);
+        }
         for key in 0..q.n_keys {
             if key % POLL_KEYS == 0 {
                 cancel.check()?;
@@ -996,6 +1036,70 @@ impl Scored {
                         total // BordaFuse
                     }
                 }
+            };
+            if !score.is_finite() {
+                return Err(not_finite_score(q, key, score));
+            }
+            out.push(score);
+        }
+        Ok(())
+    }
+
+    /// [`Scored::dense_keys`] for exactly two lists read (hybrid search's lexical + vector, the
+    /// commonest case), no fill-ins, and a [`sums_terms`] method, max or min: the same scores,
+    /// with no branch on whether a key is in one list or both (random in fused lists). A key in
+    /// one list gets a second term of +0.0, which changes no canonical sum (see
+    /// `Workspace::score_keys`), and a second value equal to its first, which changes no max or
+    /// min.
+    #[inline(always)]
+    fn dense_pairs<C, F>(
+        &self,
+        q: &Dense<'_, C, F>,
+        out: &mut Vec<f64>,
+        cancel: &Cancel<'_>,
+        value: impl Fn(usize, usize, u32) -> f64,
+        factors: &[(f64, f64); DENSE_MAX + 1],
+    ) -> Result<(), Error>
+    where
+        C: Fn(usize) -> usize,
+        F: Fn(usize) -> (u32, u32),
+    {
+        let plan = q.plan;
+        let method = plan.params.method;
+        let weights = [plan.weights[q.read[0]], plan.weights[q.read[1]]];
+        let sums = sums_terms(method);
+        let sum2 = |a: f64, b: f64| {
+            let (lo, hi) = if b < a { (b, a) } else { (a, b) };
+            0.0 + lo + hi
+        };
+        out.reserve(q.n_keys);
+        for key in 0..q.n_keys {
+            if key % POLL_KEYS == 0 {
+                cancel.check()?;
+            }
+            let at = key * 2;
+            let two = (q.count)(key) == 2;
+            // The first occurrence is the key's; the second slot is read whatever it holds (a
+            // stale pair when the key is in one list: its value is then not used).
+            let (list, position) = q.occurrences[at];
+            let slot = usize::from(self.slot_of[list as usize] & 1);
+            let other = 1 - slot;
+            let v0 = value(slot, list as usize, position);
+            let v1 = value(other, q.read[other], q.occurrences[at + 1].1);
+            let v1 = if two { v1 } else { v0 };
+            if !(v0.is_finite() && v1.is_finite()) {
+                return Err(pair_not_finite(q, key, [(slot, v0), (other, v1)], two));
+            }
+            let score = if sums {
+                let (w0, w1) = (weights[slot], if two { weights[other] } else { 0.0 });
+                let c0 = term(method, w0, v0);
+                let c1 = if two { term(method, w1, v1) } else { 0.0 };
+                let n = 1 + usize::from(two);
+                scale_by(method, sum2(c0, c1), factors[n], || sum2(w0, w1)).0
+            } else if method == Method::Max {
+                (if v1 > v0 { v1 } else { v0 }) + 0.0
+            } else {
+                (if v1 < v0 { v1 } else { v0 }) + 0.0
             };
             if !score.is_finite() {
                 return Err(not_finite_score(q, key, score));

@@ -967,3 +967,98 @@ fn every_method_and_norm_has_its_name() {
     // NAN is what the trace holds where nothing applies
     assert!(NAN.is_nan());
 }
+
+/// Fuses `lists` (holes: -1) with `scores` and `plan`, traced or not: the page as (key, score
+/// bits), or the error's message.
+fn page_bits(
+    lists: &[&[i64]],
+    scores: &[Option<&[f64]>],
+    plan: &Plan,
+    trace: bool,
+) -> std::result::Result<Vec<(i64, u64)>, String> {
+    let mut table = IdTable::default();
+    let mut ws = Workspace::new(trace);
+    ws.fuse(&mut Rows::new(lists, Some(-1), &mut table), scores, plan)
+        .map_err(|e| e.to_string())?;
+    ws.rank(plan);
+    Ok(ws
+        .page()
+        .iter()
+        .map(|&id| (ws.key(id), ws.score(id).to_bits()))
+        .collect())
+}
+
+#[test]
+fn the_untraced_layouts_score_as_the_traced_one() {
+    // Untraced, at most 8 lists and no summed duplicates, the engine scores from its dense
+    // layout (and two lists take a loop of their own); traced, from every key's occurrences.
+    // The same bits, and the same errors, for every method and norm.
+    let mut rng = crate::testing::Rng(0x9e37_79b9_7f4a_7c15);
+    let values: [f64; 11] = [
+        -2.5, -1.0, -0.0, 0.0, 0.25, 1.0, 1.0, 3.0, 7.25, 1e300, -1e300,
+    ];
+    let (mut compared, mut pairs) = (0, 0);
+    for _ in 0..200 {
+        let n_lists = rng.pick(&[1, 2, 2, 2, 3]);
+        let ids: Vec<Vec<i64>> = (0..n_lists)
+            .map(|_| {
+                let len = rng.below(10) as usize;
+                (0..len).map(|_| rng.below(9) as i64 - 1).collect()
+            })
+            .collect();
+        let raw: Vec<Vec<f64>> = ids
+            .iter()
+            .map(|l| {
+                let big = rng.below(4) == 0;
+                l.iter()
+                    .map(|_| {
+                        let v = rng.pick(&values);
+                        if big || v.abs() < 1e300 {
+                            v
+                        } else {
+                            2.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let lists: Vec<&[i64]> = ids.iter().map(|l| l.as_slice()).collect();
+        let scores: Vec<Option<&[f64]>> = raw.iter().map(|s| Some(s.as_slice())).collect();
+        let weights = (rng.below(2) == 0).then(|| {
+            (0..n_lists)
+                .map(|_| rng.pick(&[1.0, 0.5, 2.0, 0.0, -1.0]))
+                .collect::<Vec<f64>>()
+        });
+        let duplicates = rng.pick(&[Duplicates::First, Duplicates::First, Duplicates::Error]);
+        let norms = std::iter::once(None).chain(Norm::NAMES.iter().map(|n| Norm::from_name(n)));
+        for norm in norms.collect::<Vec<_>>() {
+            for name in Method::NAMES {
+                let Some(method) = Method::from_name(name) else {
+                    panic!("{name}")
+                };
+                let params = Params {
+                    method,
+                    norm,
+                    weights: weights.clone(),
+                    duplicates,
+                    phi: (method == Method::Rbc).then_some(0.8),
+                    gamma: (method == Method::Gmnz).then_some(1.5),
+                    sigma: (method == Method::LognIsr).then_some(0.01),
+                    ..Params::default()
+                };
+                let Ok(plan) = params.plan(n_lists) else {
+                    continue; // a method and norm, or weights, it does not take
+                };
+                let traced = page_bits(&lists, &scores, &plan, true);
+                let untraced = page_bits(&lists, &scores, &plan, false);
+                assert_eq!(
+                    untraced, traced,
+                    "{name} {norm:?} {ids:?} {raw:?} {weights:?}"
+                );
+                compared += 1;
+                pairs += usize::from(n_lists == 2 && traced.is_ok());
+            }
+        }
+    }
+    assert!(compared > 5_000 && pairs > 1_000, "{compared} {pairs}");
+}
