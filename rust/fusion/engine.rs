@@ -24,7 +24,7 @@
 use hashbrown::HashSet;
 
 use super::keys::KeySource;
-use super::method::{Dense, Entry, Scanned, Scored, Scores};
+use super::method::{needs_present, Dense, Entry, PreTerms, Scanned, Scored, Scores};
 use super::params::{Duplicates, Method, Norm, Plan, TieBreak};
 use super::trace::{Contribution, Trace};
 use super::{canonical_sum, Hasher};
@@ -133,12 +133,16 @@ pub struct Workspace {
     /// Dense layout: per slot (list read), the items of its window not counted (holes and
     /// repeats).
     skipped: Vec<u32>,
+    /// The fast path of score fusions (see [`Scored::pre_terms`]): this query's terms, and
+    /// whether the scan adds them (instead of the plan's contributions).
+    pre: PreTerms,
+    prescored: bool,
 }
 
 /// The number of bits set in the seen-lists bits of a key in dense mode (below 2^8): a table,
 /// since the portable x86-64 target has no popcount instruction and its emulation is slow.
 #[inline]
-fn ones(seen: u64) -> usize {
+pub(super) fn ones(seen: u64) -> usize {
     const ONES: [u8; 256] = {
         let mut t = [0u8; 256];
         let mut i = 0;
@@ -231,6 +235,9 @@ impl Workspace {
         self.count_present = matches!(method, Method::Isr | Method::LogIsr | Method::LognIsr);
         self.factors.clear();
         self.boosts.clear();
+        if self.generic && !self.keep_occurrences && self.prescore(keys, scores, plan, cancel)? {
+            return Ok(());
+        }
         self.scan(keys, plan, cancel)?;
         if self.generic {
             self.count_read(keys, plan);
@@ -243,6 +250,65 @@ impl Workspace {
             self.score_keys(plan, cancel)?;
         }
         Ok(())
+    }
+
+    /// The fast path of the commonest score fusions, untraced: each list's terms computed
+    /// before the scan ([`Scored::pre_terms`]), added by the scan as RRF's contributions are,
+    /// and summed per key ([`Scored::score_terms`]). False when it does not apply, or when the
+    /// scan skipped a repeat (a list's norm is then over other items): the caller scans again
+    /// the general way. Errors: the scan's own (a repeat with `duplicates="error"`, an
+    /// interruption), a score that is not finite.
+    fn prescore<S: KeySource>(
+        &mut self,
+        keys: &mut S,
+        scores: Scores<'_>,
+        plan: &Plan,
+        cancel: &Cancel<'_>,
+    ) -> Result<bool, S::Error> {
+        if plan.params.duplicates == Duplicates::Sum || plan.params.method == Method::Condorcet {
+            return Ok(false);
+        }
+        self.read.clear();
+        self.read
+            .extend((0..plan.n_lists()).filter(|&i| plan.weights[i] != 0.0));
+        let mut pre = std::mem::take(&mut self.pre);
+        let ready = self.scored.pre_terms(
+            plan,
+            &self.read,
+            scores,
+            |list, position| keys.is_hole(list, position),
+            &mut pre,
+            cancel,
+        );
+        self.pre = pre;
+        if !ready {
+            return Ok(false);
+        }
+        self.record = false;
+        self.prescored = true;
+        let scanned = self.scan(keys, plan, cancel);
+        self.prescored = false;
+        self.record = true;
+        scanned?;
+        if !self.dense || (0..self.stride).any(|slot| self.skipped[slot] != self.pre.holes[slot]) {
+            return Ok(false);
+        }
+        self.n_read.clear();
+        self.n_read.resize(plan.n_lists(), 0);
+        self.scores.clear();
+        let keys_info = &self.keys;
+        Scored::score_terms(
+            plan,
+            &self.read,
+            self.n_keys,
+            self.stride,
+            &mut self.slot_values,
+            |k| keys_info[k].seen,
+            |k| keys_info[k].first,
+            &mut self.scores,
+            cancel,
+        )?;
+        Ok(true)
     }
 
     /// Per list read, its items read (holes not counted): what rank and borda normalisations
@@ -504,7 +570,12 @@ impl Workspace {
         cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
         let stride = self.stride;
-        let keep_bits = !PAIR || self.record || self.count_present;
+        let keep_bits = !PAIR
+            || self.record
+            || self.count_present
+            || (self.prescored && needs_present(plan.params.method));
+        let pre = &self.pre;
+        let prescored = self.prescored;
         let keep_occurrences = self.record;
         let error_on_repeat = plan.params.duplicates == Duplicates::Error;
         // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
@@ -546,7 +617,12 @@ impl Workspace {
                         continue;
                     }
                     keys.set_seen(at, seen | mask);
-                    let c = plan.contribution(list, position);
+                    let c = if prescored {
+                        let at = pre.starts[slot] + position;
+                        pre.terms.get(at).copied().unwrap_or(f64::NAN)
+                    } else {
+                        plan.contribution(list, position)
+                    };
                     // With two lists a key not new has exactly the other list's bit.
                     let filled = if PAIR {
                         !new as usize

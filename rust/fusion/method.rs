@@ -5,7 +5,7 @@
 //! methods").
 
 use super::canonical_sum;
-use super::engine::POLL_KEYS;
+use super::engine::{ones, POLL_KEYS};
 use super::params::{Method, Norm, Plan};
 use super::trace::Contribution;
 use crate::cancel::{self, Cancel};
@@ -273,7 +273,15 @@ fn root_sum_squares(
     divisor: f64,
     scratch: &mut Vec<f64>,
 ) -> f64 {
-    let root = (canonical_sum_of(n, |i| x(i) * x(i), scratch) / divisor).sqrt();
+    // The squares written out once (the valley test and the merge each read them).
+    scratch.clear();
+    scratch.extend((0..n).map(|i| x(i) * x(i)));
+    let squares = &mut scratch[..];
+    let total = match valley_sum(squares.len(), &|i| squares[i]) {
+        Some(total) => total,
+        None => canonical_sum(squares),
+    };
+    let root = (total / divisor).sqrt();
     if (root == 0.0 || root.is_infinite()) && (0..n).any(|i| x(i) != 0.0) {
         let top = (0..n).fold(0.0f64, |m, i| if x(i).abs() > m { x(i).abs() } else { m });
         let scaled = |i: usize| (x(i) / top) * (x(i) / top);
@@ -684,7 +692,191 @@ where
     .into()
 }
 
+/// The terms of a query's lists, normalised before its scan: what [`Scored::pre_terms`] gives
+/// and [`Scored::score_terms`] reads.
+#[derive(Default)]
+pub struct PreTerms {
+    /// Per slot (list read) `s`, the term of the item at position `p` of its window is
+    /// `terms[starts[s] + p]`.
+    pub terms: Vec<f64>,
+    pub starts: [usize; DENSE_MAX],
+    /// Per slot, the holes of its window: the items a scan that finds no repeat skips.
+    pub holes: [u32; DENSE_MAX],
+}
+
+/// Appends to `terms` the term of every raw score `x` of `row`: `w * norm.apply(s * x)` with a
+/// weight, else `norm.apply(s * x)` (as [`term`] makes it of a sum of terms), one loop per case.
+fn fill(terms: &mut Vec<f64>, row: &[f64], s: f64, norm: ListNorm, weight: Option<f64>) {
+    macro_rules! fill {
+        ($v:ident => $value:expr) => {
+            match weight {
+                Some(w) => terms.extend(row.iter().map(|&x| {
+                    let $v = s * x;
+                    w * $value
+                })),
+                None => terms.extend(row.iter().map(|&x| {
+                    let $v = s * x;
+                    $value
+                })),
+            }
+        };
+    }
+    match norm {
+        ListNorm::Identity => fill!(v => v),
+        ListNorm::Constant(c) => fill!(v => { let _ = v; c }),
+        ListNorm::Affine { sub, div } => fill!(v => (v - sub) / div),
+        ListNorm::Scale { div } => fill!(v => v / div),
+    }
+}
+
+/// Whether a method's score needs the number of lists holding a key, or their weights.
+pub fn needs_present(method: Method) -> bool {
+    matches!(
+        method,
+        Method::Mnz | Method::Anz | Method::Gmnz | Method::Mixed | Method::Wmnz
+    )
+}
+
 impl Scored {
+    /// The fast path of the commonest score fusions (a [`sums_terms`] method over scores, in
+    /// the dense layout, untraced): every item's term `term(method, w, norm(s * x))`, each list
+    /// normalised over the items of its window that are not holes, *before* the scan, so that
+    /// the scan adds terms as it adds RRF's. Right when the scan then skips no repeat (the
+    /// caller checks: `skipped == holes`); the same values, bit for bit, as
+    /// [`Scored::score_dense`] computes after the scan, which sees the same items in the same
+    /// order.
+    ///
+    /// False (nothing decided: the caller takes the general path, which reports whatever is
+    /// wrong in its own order) for anything else: another method or norm, a list without
+    /// scores, a norm that fails (`max` of negative scores, an interruption), a normalised value
+    /// that is not finite.
+    pub fn pre_terms(
+        &mut self,
+        plan: &Plan,
+        read: &[usize],
+        scores: Scores<'_>,
+        is_hole: impl Fn(usize, usize) -> bool,
+        out: &mut PreTerms,
+        cancel: &Cancel<'_>,
+    ) -> bool {
+        let method = plan.params.method;
+        if !sums_terms(method)
+            || !plan.reads_scores()
+            || plan.normalizer.is_some()
+            || read.len() > DENSE_MAX
+        {
+            return false;
+        }
+        out.terms.clear();
+        for (slot, &list) in read.iter().enumerate() {
+            let Some(row) = scores.get(list).copied().flatten() else {
+                return false;
+            };
+            let row = &row[..plan.read_len(list, row.len())];
+            let s = sign(plan, list);
+            self.values.clear();
+            let mut holes = 0u32;
+            for (p, &x) in row.iter().enumerate() {
+                if is_hole(list, p) {
+                    holes += 1;
+                } else {
+                    self.values.push(s * x);
+                }
+            }
+            let norm = if plan.norm == Norm::None || self.values.is_empty() {
+                ListNorm::Identity
+            } else {
+                match list_norm(plan.norm, &self.values, &mut self.sums, cancel) {
+                    Ok(norm) => norm,
+                    Err(_) => return false,
+                }
+            };
+            let w = plan.weights[list];
+            let start = out.terms.len();
+            // One loop per norm and kind of term (each simple enough to vectorise); the values
+            // are `norm.apply(s * x)` and `term(method, w, v)`, for `method` a sum of terms.
+            let weighted = term(method, 2.0, 1.0) == 2.0; // the methods whose term is w * v
+            fill(&mut out.terms, row, s, norm, weighted.then_some(w));
+            let values = &out.terms[start..];
+            // A normalised value that is not finite (a hole's is never read), or a term that
+            // overflows (the general path reports the score it makes).
+            if !values.iter().all(|v| v.is_finite()) {
+                return false;
+            }
+            out.starts[slot] = start;
+            out.holes[slot] = holes;
+        }
+        true
+    }
+
+    /// The scores of the fast path (see [`Scored::pre_terms`]) from the scan's slots: key `k`'s
+    /// terms are `values[k * stride..][..count(k)]` (with two lists, always two slots, the second
+    /// +0.0 for a key in one list), its lists' slots the bits `seen(k)`. The canonical sum of
+    /// the terms, scaled as [`scale_sum`] scales it: what [`Scored::score_dense`] gives.
+    #[allow(clippy::too_many_arguments)]
+    pub fn score_terms(
+        plan: &Plan,
+        read: &[usize],
+        n_keys: usize,
+        stride: usize,
+        values: &mut [f64],
+        seen: impl Fn(usize) -> u64,
+        first: impl Fn(usize) -> (u32, u32),
+        out: &mut Vec<f64>,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
+        let method = plan.params.method;
+        let mut factors = [(f64::NAN, f64::NAN); DENSE_MAX + 1];
+        for (present, f) in factors.iter_mut().enumerate() {
+            *f = present_factor(plan, present);
+        }
+        let count = needs_present(method);
+        // Wmnz: the canonical sum of the weights of the lists holding a key, per set of them.
+        let mut weight_sums = [0.0f64; 1 << DENSE_MAX];
+        if method == Method::Wmnz {
+            for (bits, sum) in weight_sums.iter_mut().enumerate().take(1 << read.len()) {
+                let mut ws = [0.0f64; DENSE_MAX];
+                let mut n = 0;
+                for (slot, &list) in read.iter().enumerate() {
+                    if bits >> slot & 1 == 1 {
+                        ws[n] = plan.weights[list];
+                        n += 1;
+                    }
+                }
+                *sum = canonical_sum(&mut ws[..n]);
+            }
+        }
+        let weights_of = |bits: u64| weight_sums[(bits & 0xFF) as usize];
+        out.reserve(n_keys);
+        for key in 0..n_keys {
+            if key % POLL_KEYS == 0 {
+                cancel.check()?;
+            }
+            let at = key * stride;
+            let (total, n) = if stride == 2 {
+                let (a, b) = (values[at], values[at + 1]);
+                let (lo, hi) = if b < a { (b, a) } else { (a, b) };
+                let n = if count { ones(seen(key)) } else { 0 };
+                (0.0 + lo + hi, n)
+            } else {
+                let n = ones(seen(key));
+                (canonical_sum(&mut values[at..at + n]), n)
+            };
+            let score = scale_by(method, total, factors[n], || weights_of(seen(key))).0;
+            if !score.is_finite() {
+                let first = first(key);
+                return Err(Problem::NonFiniteScore {
+                    key: KeyRef::at(first.0 as usize, first.1 as usize),
+                    score,
+                    stage: Stage::Fused,
+                }
+                .into());
+            }
+            out.push(score);
+        }
+        Ok(())
+    }
+
     /// Scores every key of `q` by its method (anything but RRF, RBC and the ISR family).
     pub fn score(&mut self, q: &Scanned<'_>, cancel: &Cancel<'_>) -> Result<(), Error> {
         let plan = q.plan;
