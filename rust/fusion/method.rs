@@ -760,7 +760,10 @@ impl Scored {
         cancel: &Cancel<'_>,
     ) -> bool {
         let method = plan.params.method;
-        if !sums_terms(method)
+        // OpenSearch's arithmetic mean is a sum of terms too when no normalised value is
+        // negative (none is skipped): the sum over the weights of every list read.
+        let arithmetic = method == Method::ArithmeticMean;
+        if !(sums_terms(method) || arithmetic)
             || !plan.reads_scores()
             || plan.normalizer.is_some()
             || read.len() > DENSE_MAX
@@ -803,6 +806,9 @@ impl Scored {
             if !values.iter().all(|v| v.is_finite()) {
                 return false;
             }
+            if arithmetic && !row.iter().all(|&x| norm.apply(s * x) >= 0.0) {
+                return false;
+            }
             out.starts[slot] = start;
             out.holes[slot] = holes;
         }
@@ -812,7 +818,8 @@ impl Scored {
     /// The scores of the fast path (see [`Scored::pre_terms`]) from the scan's slots: key `k`'s
     /// terms are `values[k * stride..][..count(k)]` (with two lists, always two slots, the second
     /// +0.0 for a key in one list), its lists' slots the bits `seen(k)`. The canonical sum of
-    /// the terms, scaled as [`scale_sum`] scales it: what [`Scored::score_dense`] gives.
+    /// the terms, scaled as [`scale_sum`] scales it (the arithmetic mean: divided by the sum of
+    /// the weights of the lists read): what [`Scored::score_dense`] gives.
     #[allow(clippy::too_many_arguments)]
     pub fn score_terms(
         plan: &Plan,
@@ -847,6 +854,15 @@ impl Scored {
             }
         }
         let weights_of = |bits: u64| weight_sums[(bits & 0xFF) as usize];
+        // The arithmetic mean (see `pre_terms`): every list read counts, holding the key or not.
+        let all_weights = {
+            let mut ws = [0.0f64; DENSE_MAX];
+            let n = read.len().min(DENSE_MAX);
+            for (w, &list) in ws.iter_mut().zip(read) {
+                *w = plan.weights[list];
+            }
+            canonical_sum(&mut ws[..n])
+        };
         out.reserve(n_keys);
         for key in 0..n_keys {
             if key % POLL_KEYS == 0 {
@@ -862,7 +878,15 @@ impl Scored {
                 let n = ones(seen(key));
                 (canonical_sum(&mut values[at..at + n]), n)
             };
-            let score = scale_by(method, total, factors[n], || weights_of(seen(key))).0;
+            let score = if method == Method::ArithmeticMean {
+                if all_weights == 0.0 {
+                    0.0
+                } else {
+                    total / all_weights
+                }
+            } else {
+                scale_by(method, total, factors[n], || weights_of(seen(key))).0
+            };
             if !score.is_finite() {
                 let first = first(key);
                 return Err(Problem::NonFiniteScore {
