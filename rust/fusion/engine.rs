@@ -268,9 +268,7 @@ impl Workspace {
         if plan.params.duplicates == Duplicates::Sum || plan.params.method == Method::Condorcet {
             return Ok(false);
         }
-        self.read.clear();
-        self.read
-            .extend((0..plan.n_lists()).filter(|&i| plan.weights[i] != 0.0));
+        self.set_read(plan);
         let mut pre = std::mem::take(&mut self.pre);
         let ready = self.scored.pre_terms(
             plan,
@@ -293,8 +291,7 @@ impl Workspace {
         if !self.dense || (0..self.stride).any(|slot| self.skipped[slot] != self.pre.holes[slot]) {
             return Ok(false);
         }
-        self.n_read.clear();
-        self.n_read.resize(plan.n_lists(), 0);
+        self.count_read(keys, plan);
         self.scores.clear();
         let keys_info = &self.keys;
         Scored::score_terms(
@@ -309,6 +306,13 @@ impl Workspace {
             cancel,
         )?;
         Ok(true)
+    }
+
+    /// The lists read: those of weight not 0, ascending.
+    fn set_read(&mut self, plan: &Plan) {
+        self.read.clear();
+        self.read
+            .extend((0..plan.n_lists()).filter(|&i| plan.weights[i] != 0.0));
     }
 
     /// Per list read, its items read (holes not counted): what rank and borda normalisations
@@ -470,9 +474,7 @@ impl Workspace {
         self.page.clear();
         self.seen_set.clear();
         self.occurrences.clear();
-        self.read.clear();
-        self.read
-            .extend((0..plan.n_lists()).filter(|&i| plan.weights[i] != 0.0));
+        self.set_read(plan);
         let mut depth = self.read.iter().map(|&i| keys.len(i)).max().unwrap_or(0);
         if let Some(w) = p.window {
             depth = depth.min(w);

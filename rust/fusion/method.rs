@@ -770,6 +770,8 @@ impl Scored {
         {
             return false;
         }
+        // The methods whose term is `w * v` (see `fill`).
+        let weighted = term(method, 2.0, 1.0) == 2.0;
         out.terms.clear();
         for (slot, &list) in read.iter().enumerate() {
             let Some(row) = scores.get(list).copied().flatten() else {
@@ -798,7 +800,6 @@ impl Scored {
             let start = out.terms.len();
             // One loop per norm and kind of term (each simple enough to vectorise); the values
             // are `norm.apply(s * x)` and `term(method, w, v)`, for `method` a sum of terms.
-            let weighted = term(method, 2.0, 1.0) == 2.0; // the methods whose term is w * v
             fill(&mut out.terms, row, s, norm, weighted.then_some(w));
             let values = &out.terms[start..];
             // A normalised value that is not finite (a hole's is never read), or a term that
@@ -870,10 +871,8 @@ impl Scored {
             }
             let at = key * stride;
             let (total, n) = if stride == 2 {
-                let (a, b) = (values[at], values[at + 1]);
-                let (lo, hi) = if b < a { (b, a) } else { (a, b) };
                 let n = if count { ones(seen(key)) } else { 0 };
-                (0.0 + lo + hi, n)
+                (canonical_sum(&mut values[at..at + 2]), n)
             } else {
                 let n = ones(seen(key));
                 (canonical_sum(&mut values[at..at + n]), n)
@@ -1284,10 +1283,6 @@ impl Scored {
         let method = plan.params.method;
         let weights = [plan.weights[q.read[0]], plan.weights[q.read[1]]];
         let sums = sums_terms(method);
-        let sum2 = |a: f64, b: f64| {
-            let (lo, hi) = if b < a { (b, a) } else { (a, b) };
-            0.0 + lo + hi
-        };
         out.reserve(q.n_keys);
         for key in 0..q.n_keys {
             if key % POLL_KEYS == 0 {
@@ -1311,7 +1306,8 @@ impl Scored {
                 let c0 = term(method, w0, v0);
                 let c1 = if two { term(method, w1, v1) } else { 0.0 };
                 let n = 1 + usize::from(two);
-                scale_by(method, sum2(c0, c1), factors[n], || sum2(w0, w1)).0
+                let total = canonical_sum(&mut [c0, c1]);
+                scale_by(method, total, factors[n], || canonical_sum(&mut [w0, w1])).0
             } else if method == Method::Max {
                 (if v1 > v0 { v1 } else { v0 }) + 0.0
             } else {

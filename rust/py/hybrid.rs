@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 
 use super::args::{integer, Arg};
-use super::rrf::fuse;
+use super::rrf::rrf;
 
 /// The candidates of every search, if each search is a list of `(id, float)` 2-tuples (exact
 /// types): then nothing but the ids needs checking, and they were checked by hashing them here.
@@ -124,11 +124,9 @@ pub fn _fuse_live_pairs<'py>(
     }
     let lists = PyTuple::new(py, lists)?;
     let scores = PyTuple::new(py, scores)?.into_any();
-    fuse(
+    rrf(
         py,
         lists.as_any(),
-        Arg::Missing,
-        None,
         k,
         weights,
         None,
@@ -139,12 +137,6 @@ pub fn _fuse_live_pairs<'py>(
         None,
         Arg::Missing,
         Some(scores),
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
         trace,
     )
 }
