@@ -69,7 +69,9 @@ struct KeyInfo {
     /// The key's value as the source gave it (the i64 key, or the id).
     key: i64,
     /// Bit `slot` set: counted in the `slot`-th list read (general layout, at most 64 lists
-    /// read; dense layout with two lists and traces: the bits the source keeps, copied).
+    /// read; dense layout with two lists and traces: the bits the source keeps, copied). The
+    /// pre-normalised geometric and harmonic means set bit `8 + slot` too when the slot's
+    /// normalised value is kept (see [`PreTerms`]).
     seen: u64,
     /// (list, position) of its first occurrence in scan order.
     first: (u32, u32),
@@ -274,6 +276,7 @@ impl Workspace {
             plan,
             &self.read,
             scores,
+            |list| keys.len(list),
             |list, position| keys.is_hole(list, position),
             &mut pre,
             cancel,
@@ -572,12 +575,16 @@ impl Workspace {
         cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
         let stride = self.stride;
+        let pre = &self.pre;
+        let prescored = self.prescored;
+        // The pre-normalised geometric and harmonic means: which lists kept a key's value,
+        // in the bits above its seen-lists bits.
+        let track_kept = prescored && !pre.kept.is_empty();
         let keep_bits = !PAIR
             || self.record
             || self.count_present
-            || (self.prescored && needs_present(plan.params.method));
-        let pre = &self.pre;
-        let prescored = self.prescored;
+            || track_kept
+            || (prescored && needs_present(plan.params.method));
         let keep_occurrences = self.record;
         let error_on_repeat = plan.params.duplicates == Duplicates::Error;
         // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
@@ -619,8 +626,12 @@ impl Workspace {
                         continue;
                     }
                     keys.set_seen(at, seen | mask);
+                    let mut kept = 0u64;
                     let c = if prescored {
                         let at = pre.starts[slot] + position;
+                        if track_kept {
+                            kept = u64::from(pre.kept.get(at).copied().unwrap_or(0)) << (8 + slot);
+                        }
                         pre.terms.get(at).copied().unwrap_or(f64::NAN)
                     } else {
                         plan.contribution(list, position)
@@ -638,7 +649,13 @@ impl Workspace {
                     }
                     self.slot_values[at] = c;
                     if keep_bits {
-                        self.keys[id as usize].seen = u64::from(seen | mask);
+                        let info = &mut self.keys[id as usize];
+                        let kept = if track_kept {
+                            info.seen & !0xFF | kept
+                        } else {
+                            0
+                        };
+                        info.seen = u64::from(seen | mask) | kept;
                     }
                     if keep_occurrences {
                         self.slot_occurrences[at] = (list as u32, position as u32);

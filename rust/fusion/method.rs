@@ -699,6 +699,9 @@ pub struct PreTerms {
     /// Per slot (list read) `s`, the term of the item at position `p` of its window is
     /// `terms[starts[s] + p]`.
     pub terms: Vec<f64>,
+    /// OpenSearch's geometric and harmonic means (else empty): whether the item's normalised
+    /// value is kept (above 0), 1 or 0, beside its term.
+    pub kept: Vec<u8>,
     pub starts: [usize; DENSE_MAX],
     /// Per slot, the holes of its window: the items a scan that finds no repeat skips.
     pub holes: [u32; DENSE_MAX],
@@ -738,23 +741,26 @@ pub fn needs_present(method: Method) -> bool {
 }
 
 impl Scored {
-    /// The fast path of the commonest score fusions (a [`sums_terms`] method over scores, in
-    /// the dense layout, untraced): every item's term `term(method, w, norm(s * x))`, each list
+    /// The fast path of the commonest score fusions (a [`sums_terms`] method, or one of
+    /// OpenSearch's means, over scores or the rank normalisation, in the dense layout,
+    /// untraced): every item's term `term(method, w, v)` of its normalised value `v`, each list
     /// normalised over the items of its window that are not holes, *before* the scan, so that
     /// the scan adds terms as it adds RRF's. Right when the scan then skips no repeat (the
     /// caller checks: `skipped == holes`); the same values, bit for bit, as
     /// [`Scored::score_dense`] computes after the scan, which sees the same items in the same
-    /// order.
+    /// order. `len(list)` is a list's length, holes included.
     ///
     /// False (nothing decided: the caller takes the general path, which reports whatever is
     /// wrong in its own order) for anything else: another method or norm, a list without
     /// scores, a norm that fails (`max` of negative scores, an interruption), a normalised value
     /// that is not finite.
+    #[allow(clippy::too_many_arguments)]
     pub fn pre_terms(
         &mut self,
         plan: &Plan,
         read: &[usize],
         scores: Scores<'_>,
+        len: impl Fn(usize) -> usize,
         is_hole: impl Fn(usize, usize) -> bool,
         out: &mut PreTerms,
         cancel: &Cancel<'_>,
@@ -763,8 +769,12 @@ impl Scored {
         // OpenSearch's arithmetic mean is a sum of terms too when no normalised value is
         // negative (none is skipped): the sum over the weights of every list read.
         let arithmetic = method == Method::ArithmeticMean;
-        if !(sums_terms(method) || arithmetic)
-            || !plan.reads_scores()
+        // The geometric and harmonic means add the terms of the values kept (the others' are
+        // 0.0) and divide by, or into, the weights of the lists that kept theirs.
+        let means = matches!(method, Method::GeometricMean | Method::HarmonicMean);
+        let by_rank = plan.norm == Norm::Rank;
+        if !(sums_terms(method) || arithmetic || means)
+            || !(plan.reads_scores() || by_rank)
             || plan.normalizer.is_some()
             || read.len() > DENSE_MAX
         {
@@ -773,22 +783,26 @@ impl Scored {
         // The methods whose term is `w * v` (see `fill`).
         let weighted = term(method, 2.0, 1.0) == 2.0;
         out.terms.clear();
+        out.kept.clear();
         for (slot, &list) in read.iter().enumerate() {
-            let Some(row) = scores.get(list).copied().flatten() else {
-                return false;
+            let row = scores.get(list).copied().flatten();
+            let n = plan.read_len(list, len(list));
+            let row = match row {
+                Some(row) if row.len() >= n => &row[..n],
+                _ if by_rank => &[][..],
+                _ => return false,
             };
-            let row = &row[..plan.read_len(list, row.len())];
             let s = sign(plan, list);
             self.values.clear();
             let mut holes = 0u32;
-            for (p, &x) in row.iter().enumerate() {
+            for p in 0..n {
                 if is_hole(list, p) {
                     holes += 1;
-                } else {
-                    self.values.push(s * x);
+                } else if let Some(&x) = row.get(p) {
+                    self.values.push(s * x); // (no row for the rank norm)
                 }
             }
-            let norm = if plan.norm == Norm::None || self.values.is_empty() {
+            let norm = if plan.norm == Norm::None || by_rank || self.values.is_empty() {
                 ListNorm::Identity
             } else {
                 match list_norm(plan.norm, &self.values, &mut self.sums, cancel) {
@@ -796,18 +810,35 @@ impl Scored {
                     Err(_) => return false,
                 }
             };
+            // The normalised value of the item at position p (rank_norm's, for the rank norm).
+            let n_read = f64::from(n as u32 - holes);
+            let value = |p: usize| {
+                if by_rank {
+                    1.0 - p as f64 / n_read
+                } else {
+                    norm.apply(s * row[p])
+                }
+            };
             let w = plan.weights[list];
             let start = out.terms.len();
-            // One loop per norm and kind of term (each simple enough to vectorise); the values
-            // are `norm.apply(s * x)` and `term(method, w, v)`, for `method` a sum of terms.
-            fill(&mut out.terms, row, s, norm, weighted.then_some(w));
-            let values = &out.terms[start..];
+            if by_rank || means {
+                out.terms.extend((0..n).map(|p| term(method, w, value(p))));
+            } else {
+                // One loop per norm and kind of term (each simple enough to vectorise); the
+                // values are `norm.apply(s * x)` and `term(method, w, v)`.
+                fill(&mut out.terms, row, s, norm, weighted.then_some(w));
+            }
+            if means {
+                out.kept.extend((0..n).map(|p| u8::from(value(p) > 0.0)));
+            }
             // A normalised value that is not finite (a hole's is never read), or a term that
             // overflows (the general path reports the score it makes).
-            if !values.iter().all(|v| v.is_finite()) {
+            if !out.terms[start..].iter().all(|v| v.is_finite())
+                || means && !(0..n).all(|p| value(p).is_finite())
+            {
                 return false;
             }
-            if arithmetic && !row.iter().all(|&x| norm.apply(s * x) >= 0.0) {
+            if arithmetic && !(0..n).all(|p| value(p) >= 0.0) {
                 return false;
             }
             out.starts[slot] = start;
@@ -820,7 +851,9 @@ impl Scored {
     /// terms are `values[k * stride..][..count(k)]` (with two lists, always two slots, the second
     /// +0.0 for a key in one list), its lists' slots the bits `seen(k)`. The canonical sum of
     /// the terms, scaled as [`scale_sum`] scales it (the arithmetic mean: divided by the sum of
-    /// the weights of the lists read): what [`Scored::score_dense`] gives.
+    /// the weights of the lists read; the geometric and harmonic means: by, or into, the sum of
+    /// the weights of the lists whose bits `8 + slot` of `seen(k)` say they kept their value):
+    /// what [`Scored::score_dense`] gives.
     #[allow(clippy::too_many_arguments)]
     pub fn score_terms(
         plan: &Plan,
@@ -839,9 +872,12 @@ impl Scored {
             *f = present_factor(plan, present);
         }
         let count = needs_present(method);
-        // Wmnz: the canonical sum of the weights of the lists holding a key, per set of them.
+        let means = matches!(method, Method::GeometricMean | Method::HarmonicMean);
+        // Wmnz: the canonical sum of the weights of the lists holding a key, per set of them;
+        // the geometric and harmonic means: of the lists that kept their value (the bits above
+        // the seen-lists bits).
         let mut weight_sums = [0.0f64; 1 << DENSE_MAX];
-        if method == Method::Wmnz {
+        if method == Method::Wmnz || means {
             for (bits, sum) in weight_sums.iter_mut().enumerate().take(1 << read.len()) {
                 let mut ws = [0.0f64; DENSE_MAX];
                 let mut n = 0;
@@ -882,6 +918,15 @@ impl Scored {
                     0.0
                 } else {
                     total / all_weights
+                }
+            } else if means {
+                // As `mean`: the terms of values not kept are 0.0, which change no sum.
+                let kept = seen(key) >> 8;
+                let weights = weights_of(kept);
+                match (kept, method) {
+                    (0, _) => 0.0,
+                    (_, Method::GeometricMean) => (total / weights).exp(),
+                    _ => weights / total,
                 }
             } else {
                 scale_by(method, total, factors[n], || weights_of(seen(key))).0
