@@ -24,7 +24,7 @@
 use hashbrown::HashSet;
 
 use super::keys::KeySource;
-use super::method::{needs_present, Dense, Entry, PreTerms, Scanned, Scored, Scores};
+use super::method::{terms_need_count, Dense, Entry, PreTerms, Scanned, Scored, Scores};
 use super::params::{Duplicates, Method, Norm, Plan, TieBreak};
 use super::trace::{Contribution, Trace};
 use super::{canonical_sum, Hasher};
@@ -300,6 +300,7 @@ impl Workspace {
         Scored::score_terms(
             plan,
             &self.read,
+            &self.pre,
             self.n_keys,
             self.stride,
             &mut self.slot_values,
@@ -580,11 +581,14 @@ impl Workspace {
         // The pre-normalised geometric and harmonic means: which lists kept a key's value,
         // in the bits above its seen-lists bits.
         let track_kept = prescored && !pre.kept.is_empty();
+        // Deferred terms: each item in its slot's own cell (see `PreTerms::deferred`).
+        let by_slot = prescored && pre.deferred;
         let keep_bits = !PAIR
             || self.record
             || self.count_present
             || track_kept
-            || (prescored && needs_present(plan.params.method));
+            || by_slot
+            || (prescored && terms_need_count(plan.params.method));
         let keep_occurrences = self.record;
         let error_on_repeat = plan.params.duplicates == Duplicates::Error;
         // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
@@ -642,8 +646,8 @@ impl Workspace {
                     } else {
                         ones(u64::from(seen))
                     };
-                    let at = id as usize * stride + filled;
-                    if PAIR {
+                    let at = id as usize * stride + if by_slot { slot } else { filled };
+                    if PAIR && !by_slot {
                         // New: [c, +0.0]. Seen in the other list already: [first, c].
                         self.slot_values[at - filled + 1] = if new { 0.0 } else { c };
                     }

@@ -290,9 +290,15 @@ fn root_sum_squares(
     root
 }
 
-/// The median of `values` (sorted in place, stably: equal values keep their order, as Python's
-/// `sorted` keeps them): the middle one, or the mean of the two middle ones.
+/// The median of `values` (more than two sorted in place, stably: equal values keep their
+/// order, as Python's `sorted` keeps them): the middle one, or the mean of the two middle ones.
 fn median(values: &mut [f64]) -> f64 {
+    // One or two values need no sort (a sum does not depend on the order of its two terms).
+    match *values {
+        [v] => return v,
+        [a, b] => return (a + b) / 2.0,
+        _ => {}
+    }
     values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let half = values.len() / 2;
     if values.len() % 2 == 1 {
@@ -468,7 +474,9 @@ fn scale_by(
 }
 
 /// Max and min (Python's: the first of the largest, smallest value) or the median of a key's
-/// normalised values `values` (not empty), in list order; sorted in place for the median.
+/// normalised values `values` (not empty), in list order; sorted in place for the median. Any
+/// order of the same values gives the same bits: equal values differ at most in the sign of a
+/// zero, which the `+ 0.0` removes (and the median's two middle values add either way).
 #[inline(always)]
 fn order_stat(method: Method, values: &mut [f64]) -> f64 {
     let pick = |better: fn(f64, f64) -> bool| {
@@ -702,6 +710,13 @@ pub struct PreTerms {
     /// OpenSearch's geometric and harmonic means (else empty): whether the item's normalised
     /// value is kept (above 0), 1 or 0, beside its term.
     pub kept: Vec<u8>,
+    /// The borda norm and BordaFuse, whose values depend on the number of keys of the query,
+    /// known only after the scan: `terms` then holds each item's position (as f64), the scan
+    /// writes it in its slot's own cell, and [`Scored::score_terms`] makes the terms, filling
+    /// in the lists that do not hold a key.
+    pub deferred: bool,
+    /// Per slot, the items of its window that are not holes.
+    pub n_read: [u32; DENSE_MAX],
     pub starts: [usize; DENSE_MAX],
     /// Per slot, the holes of its window: the items a scan that finds no repeat skips.
     pub holes: [u32; DENSE_MAX],
@@ -740,10 +755,21 @@ pub fn needs_present(method: Method) -> bool {
     )
 }
 
+/// Max, min and median: a key's score is one of its normalised values (or the mean of two).
+fn is_order_stat(method: Method) -> bool {
+    matches!(method, Method::Max | Method::Min | Method::Med)
+}
+
+/// Whether [`Scored::score_terms`] reads how many lists hold each key.
+pub fn terms_need_count(method: Method) -> bool {
+    needs_present(method) || is_order_stat(method)
+}
+
 impl Scored {
-    /// The fast path of the commonest score fusions (a [`sums_terms`] method, or one of
-    /// OpenSearch's means, over scores or the rank normalisation, in the dense layout,
-    /// untraced): every item's term `term(method, w, v)` of its normalised value `v`, each list
+    /// The fast path of the fusions other than Condorcet (a [`sums_terms`] method, max, min,
+    /// med or one of OpenSearch's means, over scores or the rank normalisation; the borda norm
+    /// and BordaFuse deferred, see [`PreTerms::deferred`]), in the dense layout, untraced:
+    /// every item's term `term(method, w, v)` of its normalised value `v`, each list
     /// normalised over the items of its window that are not holes, *before* the scan, so that
     /// the scan adds terms as it adds RRF's. Right when the scan then skips no repeat (the
     /// caller checks: `skipped == holes`); the same values, bit for bit, as
@@ -773,8 +799,10 @@ impl Scored {
         // 0.0) and divide by, or into, the weights of the lists that kept theirs.
         let means = matches!(method, Method::GeometricMean | Method::HarmonicMean);
         let by_rank = plan.norm == Norm::Rank;
-        if !(sums_terms(method) || arithmetic || means)
-            || !(plan.reads_scores() || by_rank)
+        let deferred =
+            method == Method::Bordafuse || sums_terms(method) && plan.norm == Norm::Borda;
+        if !(sums_terms(method) || arithmetic || means || is_order_stat(method) || deferred)
+            || !(plan.reads_scores() || by_rank || deferred)
             || plan.normalizer.is_some()
             || read.len() > DENSE_MAX
         {
@@ -784,14 +812,23 @@ impl Scored {
         let weighted = term(method, 2.0, 1.0) == 2.0;
         out.terms.clear();
         out.kept.clear();
+        out.deferred = deferred;
         for (slot, &list) in read.iter().enumerate() {
             let row = scores.get(list).copied().flatten();
             let n = plan.read_len(list, len(list));
             let row = match row {
                 Some(row) if row.len() >= n => &row[..n],
-                _ if by_rank => &[][..],
+                _ if by_rank || deferred => &[][..],
                 _ => return false,
             };
+            if deferred {
+                let holes = (0..n).filter(|&p| is_hole(list, p)).count() as u32;
+                out.starts[slot] = out.terms.len();
+                out.terms.extend((0..n).map(|p| p as f64));
+                out.holes[slot] = holes;
+                out.n_read[slot] = n as u32 - holes;
+                continue;
+            }
             let s = sign(plan, list);
             self.values.clear();
             let mut holes = 0u32;
@@ -858,6 +895,7 @@ impl Scored {
     pub fn score_terms(
         plan: &Plan,
         read: &[usize],
+        pre: &PreTerms,
         n_keys: usize,
         stride: usize,
         values: &mut [f64],
@@ -871,7 +909,7 @@ impl Scored {
         for (present, f) in factors.iter_mut().enumerate() {
             *f = present_factor(plan, present);
         }
-        let count = needs_present(method);
+        let count = terms_need_count(method);
         let means = matches!(method, Method::GeometricMean | Method::HarmonicMean);
         // Wmnz: the canonical sum of the weights of the lists holding a key, per set of them;
         // the geometric and harmonic means: of the lists that kept their value (the bits above
@@ -891,6 +929,22 @@ impl Scored {
             }
         }
         let weights_of = |bits: u64| weight_sums[(bits & 0xFF) as usize];
+        if pre.deferred {
+            return Self::score_deferred(
+                plan,
+                read,
+                pre,
+                n_keys,
+                stride,
+                values,
+                seen,
+                first,
+                out,
+                cancel,
+                &factors,
+                weights_of((1 << read.len()) - 1),
+            );
+        }
         // The arithmetic mean (see `pre_terms`): every list read counts, holding the key or not.
         let all_weights = {
             let mut ws = [0.0f64; DENSE_MAX];
@@ -913,7 +967,10 @@ impl Scored {
                 let n = ones(seen(key));
                 (canonical_sum(&mut values[at..at + n]), n)
             };
-            let score = if method == Method::ArithmeticMean {
+            let score = if is_order_stat(method) {
+                // The values in scan order, not list order: the same bits (see `order_stat`).
+                order_stat(method, &mut values[at..at + n])
+            } else if method == Method::ArithmeticMean {
                 if all_weights == 0.0 {
                     0.0
                 } else {
@@ -930,6 +987,80 @@ impl Scored {
                 }
             } else {
                 scale_by(method, total, factors[n], || weights_of(seen(key))).0
+            };
+            if !score.is_finite() {
+                let first = first(key);
+                return Err(Problem::NonFiniteScore {
+                    key: KeyRef::at(first.0 as usize, first.1 as usize),
+                    score,
+                    stage: Stage::Fused,
+                }
+                .into());
+            }
+            out.push(score);
+        }
+        Ok(())
+    }
+
+    /// [`Scored::score_terms`] of the borda norm and BordaFuse ([`PreTerms::deferred`]): key
+    /// `k`'s position in slot `s` is `values[k * stride + s]` when bit `s` of `seen(k)` is set;
+    /// every slot gives a value, the unranked one where the key is missing, and every list
+    /// read counts as holding the key (as the general path fills them in). `all_weights`: the
+    /// canonical sum of the weights of every list read (Wmnz).
+    #[allow(clippy::too_many_arguments)]
+    fn score_deferred(
+        plan: &Plan,
+        read: &[usize],
+        pre: &PreTerms,
+        n_keys: usize,
+        stride: usize,
+        values: &[f64],
+        seen: impl Fn(usize) -> u64,
+        first: impl Fn(usize) -> (u32, u32),
+        out: &mut Vec<f64>,
+        cancel: &Cancel<'_>,
+        factors: &[(f64, f64)],
+        all_weights: f64,
+    ) -> Result<(), Error> {
+        let method = plan.params.method;
+        let n_c = n_keys as f64;
+        let l = read.len();
+        // The term of a key at `rank` (0: not in the list) of the slot-th list read.
+        let term_at = |slot: usize, rank: u64| {
+            let w = plan.weights[read[slot]];
+            if method == Method::Bordafuse {
+                w * borda_points(n_c, pre.n_read[slot], rank)
+            } else {
+                term(
+                    method,
+                    w,
+                    rank_norm(Norm::Borda, n_c, pre.n_read[slot], rank),
+                )
+            }
+        };
+        let mut unranked = [0.0f64; DENSE_MAX];
+        for (slot, u) in unranked.iter_mut().enumerate().take(l) {
+            *u = term_at(slot, 0);
+        }
+        let mut terms = [0.0f64; DENSE_MAX];
+        out.reserve(n_keys);
+        for key in 0..n_keys {
+            if key % POLL_KEYS == 0 {
+                cancel.check()?;
+            }
+            let bits = seen(key);
+            for slot in 0..l {
+                terms[slot] = if bits >> slot & 1 == 1 {
+                    term_at(slot, values[key * stride + slot] as u64 + 1)
+                } else {
+                    unranked[slot]
+                };
+            }
+            let total = canonical_sum(&mut terms[..l]);
+            let score = if method == Method::Bordafuse {
+                total
+            } else {
+                scale_by(method, total, factors[l], || all_weights).0
             };
             if !score.is_finite() {
                 let first = first(key);
