@@ -1531,43 +1531,194 @@ impl Scored {
         } else {
             Vec::new()
         };
-        let (mut ahead, mut behind) = (Vec::with_capacity(l), Vec::with_capacity(l));
-        let mut weigh = |rx: &[u32], ry: &[u32]| -> (f64, f64) {
-            if !table.is_empty() {
-                let (mut a, mut b) = (0usize, 0usize);
-                for s in 0..l {
-                    a |= usize::from(rx[s] < ry[s]) << s;
-                    b |= usize::from(ry[s] < rx[s]) << s;
-                }
-                return (table[a], table[b]);
-            }
-            ahead.clear();
-            behind.clear();
+        if l == 2 {
+            pair_wins(&self.ranks, n_keys, &table, &mut self.scores);
+        } else {
+            pairwise_wins(&self.ranks, l, n_keys, &weights, &table, &mut self.scores);
+        }
+    }
+}
+
+/// Condorcet's scores, one plus each key's wins, comparing every pair of keys: `ranks[key * l +
+/// slot]` is the key's best position in the slot-th list read (or [`UNRANKED`]), `table` the
+/// canonical sums of the weights of every set of lists (by bits; empty with more than
+/// [`CONDORCET_TABLE_LISTS`] lists, then summed per pair).
+fn pairwise_wins(
+    ranks: &[u32],
+    l: usize,
+    n_keys: usize,
+    weights: &[f64],
+    table: &[f64],
+    wins: &mut Vec<f64>,
+) {
+    let (mut ahead, mut behind) = (Vec::with_capacity(l), Vec::with_capacity(l));
+    // x beats y when the lists ranking x ahead of y weigh more than those ranking y ahead of x
+    // (canonical sums of their weights): both answers from one comparison.
+    let mut weigh = |rx: &[u32], ry: &[u32]| -> (f64, f64) {
+        if !table.is_empty() {
+            let (mut a, mut b) = (0usize, 0usize);
             for s in 0..l {
-                // UNRANKED is the largest position: a present key is ahead of a missing one.
-                if rx[s] < ry[s] {
-                    ahead.push(weights[s]);
-                } else if ry[s] < rx[s] {
-                    behind.push(weights[s]);
-                }
+                a |= usize::from(rx[s] < ry[s]) << s;
+                b |= usize::from(ry[s] < rx[s]) << s;
             }
-            (canonical_sum(&mut ahead), canonical_sum(&mut behind))
-        };
-        let wins = &mut self.scores;
-        wins.clear();
-        wins.resize(n_keys, 1.0);
-        for x in 0..n_keys {
-            let rx = &self.ranks[x * l..(x + 1) * l];
-            for y in x + 1..n_keys {
-                let (a, b) = weigh(rx, &self.ranks[y * l..(y + 1) * l]);
-                if a > b {
-                    wins[x] += 1.0;
-                } else if b > a {
-                    wins[y] += 1.0;
-                }
+            return (table[a], table[b]);
+        }
+        ahead.clear();
+        behind.clear();
+        for s in 0..l {
+            // UNRANKED is the largest position: a present key is ahead of a missing one.
+            if rx[s] < ry[s] {
+                ahead.push(weights[s]);
+            } else if ry[s] < rx[s] {
+                behind.push(weights[s]);
+            }
+        }
+        (canonical_sum(&mut ahead), canonical_sum(&mut behind))
+    };
+    wins.clear();
+    wins.resize(n_keys, 1.0);
+    for x in 0..n_keys {
+        let rx = &ranks[x * l..(x + 1) * l];
+        for y in x + 1..n_keys {
+            let (a, b) = weigh(rx, &ranks[y * l..(y + 1) * l]);
+            if a > b {
+                wins[x] += 1.0;
+            } else if b > a {
+                wins[y] += 1.0;
             }
         }
     }
+}
+
+/// [`pairwise_wins`] with two lists, by counting instead of comparing every pair: in each list
+/// another key is behind x (A), ahead of it (B) or, both missing, tied (T), and whether x
+/// beats it depends only on that pair of relations (a 3 x 3 table from the weights). Per key,
+/// the relations' totals per list are its place in that list, and one joint count — the keys
+/// behind x in both lists, or behind it in one and missing with it from the other — found by
+/// a sweep down list 0 with a Fenwick tree over places in list 1 — gives the other counts.
+/// O(n log n) for n keys, the same integers as [`pairwise_wins`].
+fn pair_wins(ranks: &[u32], n_keys: usize, table: &[f64], wins: &mut Vec<f64>) {
+    const A: usize = 0;
+    const B: usize = 1;
+    const T: usize = 2;
+    let beats = |c0: usize, c1: usize| {
+        let a = usize::from(c0 == A) | usize::from(c1 == A) << 1;
+        let b = usize::from(c0 == B) | usize::from(c1 == B) << 1;
+        table[a] > table[b]
+    };
+    let mut beat = [[false; 3]; 3];
+    for (c0, row) in beat.iter_mut().enumerate() {
+        for (c1, cell) in row.iter_mut().enumerate() {
+            *cell = beats(c0, c1);
+        }
+    }
+    let n = n_keys as u64;
+    let rank = |key: usize, s: usize| ranks[key * 2 + s];
+    // Each list's keys by position: a key's place is how many keys the list ranks ahead of it.
+    let mut place = vec![[u32::MAX; 2]; n_keys];
+    let mut by_position: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    for (s, order) in by_position.iter_mut().enumerate() {
+        order.extend(
+            (0..n_keys)
+                .filter(|&k| rank(k, s) != UNRANKED)
+                .map(|k| u64::from(rank(k, s)) << 32 | k as u64),
+        );
+        order.sort_unstable();
+        for (i, &e) in order.iter().enumerate() {
+            place[e as u32 as usize][s] = i as u32;
+        }
+    }
+    let held = [by_position[0].len() as u64, by_position[1].len() as u64];
+    // The joint count per key (see above), by a sweep from the bottom of list 0: first the keys
+    // missing from it (all in list 1), then list 0's keys from its last.
+    let mut joint = vec![0u64; n_keys];
+    let mut tree = vec![0u32; by_position[1].len() + 1];
+    let (mut inserted, mut missing_from_1) = (0u64, 0u64);
+    let mut only_in_1: Vec<u64> = (0..n_keys)
+        .filter(|&k| rank(k, 0) == UNRANKED)
+        .map(|k| u64::from(place[k][1]) << 32 | k as u64)
+        .collect();
+    only_in_1.sort_unstable();
+    let m = only_in_1.len() as u64;
+    for (i, &e) in only_in_1.iter().enumerate() {
+        let key = e as u32 as usize;
+        // Missing from list 0 with x, behind x in list 1.
+        joint[key] = m - 1 - i as u64;
+        let mut j = place[key][1] as usize + 1;
+        while j < tree.len() {
+            tree[j] += 1;
+            j += j & j.wrapping_neg();
+        }
+        inserted += 1;
+    }
+    for &e in by_position[0].iter().rev() {
+        let key = e as u32 as usize;
+        let p1 = place[key][1];
+        joint[key] = if p1 == u32::MAX {
+            missing_from_1 // behind x in list 0, missing with x from list 1
+        } else {
+            // Behind x in both lists (a key missing from list 1 is behind x there).
+            let mut ahead_or_at = 0u64;
+            let mut j = p1 as usize + 1;
+            while j > 0 {
+                ahead_or_at += u64::from(tree[j]);
+                j -= j & j.wrapping_neg();
+            }
+            inserted - ahead_or_at
+        };
+        if p1 == u32::MAX {
+            missing_from_1 += 1;
+        } else {
+            let mut j = p1 as usize + 1;
+            while j < tree.len() {
+                tree[j] += 1;
+                j += j & j.wrapping_neg();
+            }
+        }
+        inserted += 1;
+    }
+    wins.clear();
+    wins.extend((0..n_keys).map(|x| {
+        // Per list: keys ahead of x (B), tied with it (T), behind it (A).
+        let mut ahead = [0u64; 2];
+        let mut tied = [0u64; 2];
+        let mut behind = [0u64; 2];
+        for s in 0..2 {
+            if place[x][s] == u32::MAX {
+                (ahead[s], tied[s]) = (held[s], n - held[s] - 1);
+            } else {
+                ahead[s] = u64::from(place[x][s]);
+            }
+            behind[s] = n - 1 - ahead[s] - tied[s];
+        }
+        let k = joint[x];
+        let mut count = [[0u64; 3]; 3];
+        if place[x][0] != u32::MAX && place[x][1] != u32::MAX {
+            count[A][A] = k;
+            count[A][B] = behind[0] - k;
+            count[B][A] = behind[1] - k;
+            count[B][B] = ahead[0] - count[B][A];
+        } else if place[x][1] == u32::MAX {
+            count[A][T] = k;
+            count[B][T] = tied[1] - k;
+            count[A][B] = behind[0] - k;
+            count[B][B] = ahead[0] - count[B][T];
+        } else {
+            count[T][A] = k;
+            count[T][B] = tied[0] - k;
+            count[B][A] = behind[1] - k;
+            count[B][B] = ahead[1] - count[T][B];
+        }
+        let mut won = 0u64;
+        for c0 in 0..3 {
+            for c1 in 0..3 {
+                if beat[c0][c1] {
+                    won += count[c0][c1];
+                }
+            }
+        }
+        1.0 + won as f64
+    }));
 }
 
 #[cfg(test)]
@@ -1598,6 +1749,48 @@ mod tests {
     }
 
     use crate::testing::Rng;
+
+    #[test]
+    fn condorcet_by_counting_wins_as_every_pair_compared() {
+        // Two lists: keys in one list or both, distinct positions with gaps (holes, repeats),
+        // weights of either sign, equal or summing to zero (ties: nobody wins).
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let weights = [1.0, 0.5, 2.0, -1.0, -0.5, 1e-300, 3.0];
+        for round in 0..3000 {
+            let n_keys = rng.below(30) as usize;
+            let mut ranks = vec![UNRANKED; n_keys * 2];
+            for s in 0..2 {
+                let mut position = 0u32;
+                for key in 0..n_keys {
+                    position += 1 + rng.below(3) as u32;
+                    if rng.below(3) > 0 {
+                        ranks[key * 2 + s] = position;
+                    }
+                }
+            }
+            for key in 0..n_keys {
+                if ranks[key * 2] == UNRANKED && ranks[key * 2 + 1] == UNRANKED {
+                    ranks[key * 2 + rng.below(2) as usize] = 1000 + key as u32;
+                }
+            }
+            // Positions need not grow with the key: shuffle which key is where.
+            for key in (1..n_keys).rev() {
+                let other = rng.below(key as u64 + 1) as usize;
+                ranks.swap(key * 2, other * 2);
+                if ranks[key * 2] == UNRANKED && ranks[key * 2 + 1] == UNRANKED
+                    || ranks[other * 2] == UNRANKED && ranks[other * 2 + 1] == UNRANKED
+                {
+                    ranks.swap(key * 2, other * 2); // undo: a key must be in some list
+                }
+            }
+            let w = [rng.pick(&weights), rng.pick(&weights)];
+            let table = [0.0, w[0], w[1], sorted_sum(&w)];
+            let (mut counted, mut compared) = (Vec::new(), Vec::new());
+            pair_wins(&ranks, n_keys, &table, &mut counted);
+            pairwise_wins(&ranks, 2, n_keys, &w, &table, &mut compared);
+            assert_eq!(counted, compared, "round {round}: {ranks:?} {w:?}");
+        }
+    }
 
     #[test]
     fn valleys_are_summed_without_sorting_and_give_the_sorted_bits() {
