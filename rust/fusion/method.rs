@@ -858,21 +858,25 @@ impl Scored {
             };
             let w = plan.weights[list];
             let start = out.terms.len();
-            if by_rank || means {
+            let mut values_finite = true;
+            if means {
+                // Each value once: its term, and whether it is kept.
+                for p in 0..n {
+                    let v = value(p);
+                    values_finite &= v.is_finite();
+                    out.kept.push(u8::from(v > 0.0));
+                    out.terms.push(term(method, w, v));
+                }
+            } else if by_rank {
                 out.terms.extend((0..n).map(|p| term(method, w, value(p))));
             } else {
                 // One loop per norm and kind of term (each simple enough to vectorise); the
                 // values are `norm.apply(s * x)` and `term(method, w, v)`.
                 fill(&mut out.terms, row, s, norm, weighted.then_some(w));
             }
-            if means {
-                out.kept.extend((0..n).map(|p| u8::from(value(p) > 0.0)));
-            }
             // A normalised value that is not finite (a hole's is never read), or a term that
             // overflows (the general path reports the score it makes).
-            if !out.terms[start..].iter().all(|v| v.is_finite())
-                || means && !(0..n).all(|p| value(p).is_finite())
-            {
+            if !values_finite || !out.terms[start..].iter().all(|v| v.is_finite()) {
                 return false;
             }
             if arithmetic && !(0..n).all(|p| value(p) >= 0.0) {
