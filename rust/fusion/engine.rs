@@ -243,7 +243,23 @@ impl Workspace {
         self.scan(keys, plan, cancel)?;
         if self.generic {
             self.count_read(keys, plan);
-            if self.dense && !self.keep_occurrences && method != Method::Condorcet {
+            if self.dense && !self.keep_occurrences && method == Method::Condorcet {
+                // Untraced, from the scan's slots: no per-key entries nor contributions.
+                let (stride, occurrences) = (self.stride, &self.slot_occurrences);
+                let keys = &self.keys;
+                self.scored.condorcet_of(
+                    plan,
+                    &self.read,
+                    self.n_keys,
+                    |key: usize| {
+                        let at = key * stride;
+                        occurrences[at..at + ones(keys[key].seen)].iter().copied()
+                    },
+                    cancel,
+                )?;
+                self.scores.clear();
+                self.scores.extend_from_slice(&self.scored.scores);
+            } else if self.dense && !self.keep_occurrences {
                 self.score_dense(plan, scores, cancel)?;
             } else {
                 self.score_generic(plan, scores, cancel)?;

@@ -57,6 +57,7 @@ pub struct Scored {
     norms: Vec<ListNorm>,
     sums: Vec<f64>,
     ranks: Vec<u32>,
+    pair: PairScratch,
     positions: Vec<u32>,
     slot_of: Vec<u8>,
     normalized: Vec<f64>,
@@ -1184,7 +1185,7 @@ impl Scored {
             self.offsets.push(self.contributions.len() as u32);
         }
         if plan.params.method == Method::Condorcet {
-            self.condorcet(q, n_keys);
+            self.condorcet(q, n_keys, cancel)?;
         }
         Ok(())
     }
@@ -1503,22 +1504,45 @@ impl Scored {
 
     /// Condorcet: each key's score is one plus the number of keys it beats: more list weight
     /// ranks it ahead of the other than behind it (a list holding neither abstains).
-    fn condorcet(&mut self, q: &Scanned<'_>, n_keys: usize) {
-        let l = q.read.len();
+    fn condorcet(
+        &mut self,
+        q: &Scanned<'_>,
+        n_keys: usize,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
+        let entries = |key: usize| {
+            q.entries[q.offsets[key] as usize..q.offsets[key + 1] as usize]
+                .iter()
+                .map(|e| (e.list, e.position))
+        };
+        self.condorcet_of(q.plan, q.read, n_keys, entries, cancel)
+    }
+
+    /// Condorcet's scores (see [`Scored::condorcet`]) into `scores`, from each key's counted
+    /// occurrences (list, position) `occurrences(key)`, in any order; the lists read are
+    /// `read`. For the engine's untraced dense layout, which has no per-key entries. `cancel`
+    /// is polled as the keys are compared (`Problem::Interrupted`).
+    pub fn condorcet_of<I: Iterator<Item = (u32, u32)>>(
+        &mut self,
+        plan: &Plan,
+        read: &[usize],
+        n_keys: usize,
+        occurrences: impl Fn(usize) -> I,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
+        let l = read.len();
         // ranks[key * l + slot]: the key's best position in the slot-th list read, or UNRANKED.
         self.ranks.clear();
         self.ranks.resize(n_keys * l, UNRANKED);
         for key in 0..n_keys {
-            for e in q.entries[q.offsets[key] as usize..q.offsets[key + 1] as usize]
-                .iter()
-                .rev()
-            {
-                if let Ok(slot) = q.read.binary_search(&(e.list as usize)) {
-                    self.ranks[key * l + slot] = e.position;
+            for (list, position) in occurrences(key) {
+                if let Ok(slot) = read.binary_search(&(list as usize)) {
+                    let best = &mut self.ranks[key * l + slot];
+                    *best = position.min(*best);
                 }
             }
         }
-        let weights: Vec<f64> = q.read.iter().map(|&i| q.plan.weights[i]).collect();
+        let weights: Vec<f64> = read.iter().map(|&i| plan.weights[i]).collect();
         // x beats y when the lists ranking x ahead of y weigh more than those ranking y ahead
         // of x (canonical sums of their weights): both answers from one comparison. With few
         // lists, the sums of every set of lists (by bits) in a table.
@@ -1536,9 +1560,25 @@ impl Scored {
             Vec::new()
         };
         if l == 2 {
-            pair_wins(&self.ranks, n_keys, &table, &mut self.scores);
+            cancel.check()?;
+            pair_wins(
+                &self.ranks,
+                n_keys,
+                &table,
+                &mut self.scores,
+                &mut self.pair,
+            );
+            Ok(())
         } else {
-            pairwise_wins(&self.ranks, l, n_keys, &weights, &table, &mut self.scores);
+            pairwise_wins(
+                &self.ranks,
+                l,
+                n_keys,
+                &weights,
+                &table,
+                &mut self.scores,
+                cancel,
+            )
         }
     }
 }
@@ -1554,7 +1594,8 @@ fn pairwise_wins(
     weights: &[f64],
     table: &[f64],
     wins: &mut Vec<f64>,
-) {
+    cancel: &Cancel<'_>,
+) -> Result<(), Error> {
     let (mut ahead, mut behind) = (Vec::with_capacity(l), Vec::with_capacity(l));
     // x beats y when the lists ranking x ahead of y weigh more than those ranking y ahead of x
     // (canonical sums of their weights): both answers from one comparison.
@@ -1582,6 +1623,10 @@ fn pairwise_wins(
     wins.clear();
     wins.resize(n_keys, 1.0);
     for x in 0..n_keys {
+        // Polled once per key: each compares itself with every key after it.
+        if x % 64 == 0 {
+            cancel.check()?;
+        }
         let rx = &ranks[x * l..(x + 1) * l];
         for y in x + 1..n_keys {
             let (a, b) = weigh(rx, &ranks[y * l..(y + 1) * l]);
@@ -1592,6 +1637,17 @@ fn pairwise_wins(
             }
         }
     }
+    Ok(())
+}
+
+/// The buffers of [`pair_wins`], kept from query to query.
+#[derive(Default)]
+pub struct PairScratch {
+    place: Vec<[u32; 2]>,
+    by_position: [Vec<u64>; 2],
+    joint: Vec<u64>,
+    tree: Vec<u32>,
+    only_in_1: Vec<u64>,
 }
 
 /// [`pairwise_wins`] with two lists, by counting instead of comparing every pair: in each list
@@ -1601,7 +1657,13 @@ fn pairwise_wins(
 /// behind x in both lists, or behind it in one and missing with it from the other — found by
 /// a sweep down list 0 with a Fenwick tree over places in list 1 — gives the other counts.
 /// O(n log n) for n keys, the same integers as [`pairwise_wins`].
-fn pair_wins(ranks: &[u32], n_keys: usize, table: &[f64], wins: &mut Vec<f64>) {
+fn pair_wins(
+    ranks: &[u32],
+    n_keys: usize,
+    table: &[f64],
+    wins: &mut Vec<f64>,
+    scratch: &mut PairScratch,
+) {
     const A: usize = 0;
     const B: usize = 1;
     const T: usize = 2;
@@ -1619,9 +1681,17 @@ fn pair_wins(ranks: &[u32], n_keys: usize, table: &[f64], wins: &mut Vec<f64>) {
     let n = n_keys as u64;
     let rank = |key: usize, s: usize| ranks[key * 2 + s];
     // Each list's keys by position: a key's place is how many keys the list ranks ahead of it.
-    let mut place = vec![[u32::MAX; 2]; n_keys];
-    let mut by_position: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    let PairScratch {
+        place,
+        by_position,
+        joint,
+        tree,
+        only_in_1,
+    } = scratch;
+    place.clear();
+    place.resize(n_keys, [u32::MAX; 2]);
     for (s, order) in by_position.iter_mut().enumerate() {
+        order.clear();
         order.extend(
             (0..n_keys)
                 .filter(|&k| rank(k, s) != UNRANKED)
@@ -1635,13 +1705,17 @@ fn pair_wins(ranks: &[u32], n_keys: usize, table: &[f64], wins: &mut Vec<f64>) {
     let held = [by_position[0].len() as u64, by_position[1].len() as u64];
     // The joint count per key (see above), by a sweep from the bottom of list 0: first the keys
     // missing from it (all in list 1), then list 0's keys from its last.
-    let mut joint = vec![0u64; n_keys];
-    let mut tree = vec![0u32; by_position[1].len() + 1];
+    joint.clear();
+    joint.resize(n_keys, 0);
+    tree.clear();
+    tree.resize(by_position[1].len() + 1, 0);
     let (mut inserted, mut missing_from_1) = (0u64, 0u64);
-    let mut only_in_1: Vec<u64> = (0..n_keys)
-        .filter(|&k| rank(k, 0) == UNRANKED)
-        .map(|k| u64::from(place[k][1]) << 32 | k as u64)
-        .collect();
+    only_in_1.clear();
+    only_in_1.extend(
+        (0..n_keys)
+            .filter(|&k| rank(k, 0) == UNRANKED)
+            .map(|k| u64::from(place[k][1]) << 32 | k as u64),
+    );
     only_in_1.sort_unstable();
     let m = only_in_1.len() as u64;
     for (i, &e) in only_in_1.iter().enumerate() {
@@ -1760,6 +1834,8 @@ mod tests {
         // weights of either sign, equal or summing to zero (ties: nobody wins).
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let weights = [1.0, 0.5, 2.0, -1.0, -0.5, 1e-300, 3.0];
+        // One scratch for every round, as the engine keeps it from query to query.
+        let mut scratch = PairScratch::default();
         for round in 0..3000 {
             let n_keys = rng.below(30) as usize;
             let mut ranks = vec![UNRANKED; n_keys * 2];
@@ -1790,8 +1866,17 @@ mod tests {
             let w = [rng.pick(&weights), rng.pick(&weights)];
             let table = [0.0, w[0], w[1], sorted_sum(&w)];
             let (mut counted, mut compared) = (Vec::new(), Vec::new());
-            pair_wins(&ranks, n_keys, &table, &mut counted);
-            pairwise_wins(&ranks, 2, n_keys, &w, &table, &mut compared);
+            pair_wins(&ranks, n_keys, &table, &mut counted, &mut scratch);
+            pairwise_wins(
+                &ranks,
+                2,
+                n_keys,
+                &w,
+                &table,
+                &mut compared,
+                &Cancel::none(),
+            )
+            .unwrap();
             assert_eq!(counted, compared, "round {round}: {ranks:?} {w:?}");
         }
     }
