@@ -164,28 +164,56 @@ fn list_norm(
             }
         }
         Norm::Dbsf => {
-            if values.len() == 1 {
-                ListNorm::Constant(0.5)
-            } else {
-                let (mut mean, mut m2) = (0.0f64, 0.0f64);
-                for (count, &v) in values.iter().enumerate() {
-                    let delta = v - mean;
-                    mean += delta / (count + 1) as f64;
-                    m2 += delta * (v - mean);
-                }
-                let sd = (m2 / (n - 1.0)).sqrt();
-                let (low, high) = (mean - 3.0 * sd, mean + 3.0 * sd);
-                if low == high {
-                    ListNorm::Constant(0.5)
-                } else {
-                    ListNorm::Affine {
-                        sub: low,
-                        div: high - low,
-                    }
-                }
-            }
+            let mut stats = [(0.0, 0.0)];
+            welford(values, &[0, values.len()], &mut stats);
+            dbsf(values.len(), stats[0])
         }
     })
+}
+
+/// Welford's running (mean, sum of squared deviations) of each of the lists
+/// `values[bounds[j]..bounds[j + 1]]` into `stats[j]` (at most 8 lists). The lists' recurrences
+/// are independent: run side by side, their divisions overlap. Each list's own operations are
+/// done in its own order, so each gets the bits it gets alone.
+fn welford(values: &[f64], bounds: &[usize], stats: &mut [(f64, f64)]) {
+    let lists = bounds.len() - 1;
+    let longest = (0..lists)
+        .map(|j| bounds[j + 1] - bounds[j])
+        .max()
+        .unwrap_or(0);
+    let (mut means, mut m2s) = ([0.0f64; 8], [0.0f64; 8]);
+    for count in 0..longest {
+        for j in 0..lists.min(8) {
+            if count < bounds[j + 1] - bounds[j] {
+                let v = values[bounds[j] + count];
+                let delta = v - means[j];
+                means[j] += delta / (count + 1) as f64;
+                m2s[j] += delta * (v - means[j]);
+            }
+        }
+    }
+    for (j, stat) in stats.iter_mut().enumerate().take(lists.min(8)) {
+        *stat = (means[j], m2s[j]);
+    }
+}
+
+/// Qdrant's distribution-based normalisation of a list of `n` scores (not empty) of Welford's
+/// (mean, sum of squared deviations) `stats`: sample sd, mean -/+ 3 sd, not clipped; one score,
+/// or the two bounds equal, 0.5.
+fn dbsf(n: usize, (mean, m2): (f64, f64)) -> ListNorm {
+    if n == 1 {
+        return ListNorm::Constant(0.5);
+    }
+    let sd = (m2 / (n as f64 - 1.0)).sqrt();
+    let (low, high) = (mean - 3.0 * sd, mean + 3.0 * sd);
+    if low == high {
+        ListNorm::Constant(0.5)
+    } else {
+        ListNorm::Affine {
+            sub: low,
+            div: high - low,
+        }
+    }
 }
 
 /// The canonical sum of `term(0..n)` (see [`canonical_sum`]; terms may be infinite, and a NaN
@@ -814,6 +842,29 @@ impl Scored {
         out.terms.clear();
         out.kept.clear();
         out.deferred = deferred;
+        // Qdrant's dbsf: every list's statistics at once (see `welford`).
+        let mut dbsf_norms = [None; DENSE_MAX];
+        if plan.norm == Norm::Dbsf && plan.reads_scores() {
+            self.values.clear();
+            let mut bounds = [0usize; DENSE_MAX + 1];
+            for (slot, &list) in read.iter().enumerate() {
+                let n = plan.read_len(list, len(list));
+                let row = match scores.get(list).copied().flatten() {
+                    Some(row) if row.len() >= n => row,
+                    _ => return false,
+                };
+                let s = sign(plan, list);
+                self.values
+                    .extend((0..n).filter(|&p| !is_hole(list, p)).map(|p| s * row[p]));
+                bounds[slot + 1] = self.values.len();
+            }
+            let mut stats = [(0.0, 0.0); DENSE_MAX];
+            welford(&self.values, &bounds[..=read.len()], &mut stats);
+            for (slot, norm) in dbsf_norms.iter_mut().enumerate().take(read.len()) {
+                let n = bounds[slot + 1] - bounds[slot];
+                *norm = (n > 0).then(|| dbsf(n, stats[slot]));
+            }
+        }
         for (slot, &list) in read.iter().enumerate() {
             let row = scores.get(list).copied().flatten();
             let n = plan.read_len(list, len(list));
@@ -842,6 +893,8 @@ impl Scored {
             }
             let norm = if plan.norm == Norm::None || by_rank || self.values.is_empty() {
                 ListNorm::Identity
+            } else if let Some(norm) = dbsf_norms[slot] {
+                norm
             } else {
                 match list_norm(plan.norm, &self.values, &mut self.sums, cancel) {
                     Ok(norm) => norm,
