@@ -172,7 +172,7 @@ fn list_norm(
 }
 
 /// Welford's running (mean, sum of squared deviations) of each of the lists
-/// `values[bounds[j]..bounds[j + 1]]` into `stats[j]` (at most 8 lists). The lists' recurrences
+/// `values[bounds[j]..bounds[j + 1]]` into `stats[j]` (at most [`DENSE_MAX`] lists). The lists' recurrences
 /// are independent: run side by side, their divisions overlap. Each list's own operations are
 /// done in its own order, so each gets the bits it gets alone.
 fn welford(values: &[f64], bounds: &[usize], stats: &mut [(f64, f64)]) {
@@ -181,9 +181,9 @@ fn welford(values: &[f64], bounds: &[usize], stats: &mut [(f64, f64)]) {
         .map(|j| bounds[j + 1] - bounds[j])
         .max()
         .unwrap_or(0);
-    let (mut means, mut m2s) = ([0.0f64; 8], [0.0f64; 8]);
+    let (mut means, mut m2s) = ([0.0f64; DENSE_MAX], [0.0f64; DENSE_MAX]);
     for count in 0..longest {
-        for j in 0..lists.min(8) {
+        for j in 0..lists.min(DENSE_MAX) {
             if count < bounds[j + 1] - bounds[j] {
                 let v = values[bounds[j] + count];
                 let delta = v - means[j];
@@ -192,7 +192,7 @@ fn welford(values: &[f64], bounds: &[usize], stats: &mut [(f64, f64)]) {
             }
         }
     }
-    for (j, stat) in stats.iter_mut().enumerate().take(lists.min(8)) {
+    for (j, stat) in stats.iter_mut().enumerate().take(lists.min(DENSE_MAX)) {
         *stat = (means[j], m2s[j]);
     }
 }
@@ -686,7 +686,12 @@ where
     C: Fn(usize) -> usize,
     F: Fn(usize) -> (u32, u32),
 {
-    let first = (q.first)(key);
+    fused_not_finite((q.first)(key), score)
+}
+
+/// The error of a key whose first occurrence is `first` (list, position) and whose fused
+/// `score` is not finite.
+fn fused_not_finite(first: (u32, u32), score: f64) -> Error {
     Problem::NonFiniteScore {
         key: KeyRef::at(first.0 as usize, first.1 as usize),
         score,
@@ -882,16 +887,20 @@ impl Scored {
                 continue;
             }
             let s = sign(plan, list);
+            // The counted raw scores, when the list's norm is still to be computed (not for
+            // the rank norm, which has no row, nor dbsf's, computed above).
+            let collect = !by_rank && dbsf_norms[slot].is_none();
             self.values.clear();
             let mut holes = 0u32;
             for p in 0..n {
                 if is_hole(list, p) {
                     holes += 1;
-                } else if let Some(&x) = row.get(p) {
-                    self.values.push(s * x); // (no row for the rank norm)
+                } else if let Some(&x) = row.get(p).filter(|_| collect) {
+                    self.values.push(s * x);
                 }
             }
-            let norm = if plan.norm == Norm::None || by_rank || self.values.is_empty() {
+            let counted = n as u32 - holes;
+            let norm = if plan.norm == Norm::None || by_rank || counted == 0 {
                 ListNorm::Identity
             } else if let Some(norm) = dbsf_norms[slot] {
                 norm
@@ -902,7 +911,7 @@ impl Scored {
                 }
             };
             // The normalised value of the item at position p (rank_norm's, for the rank norm).
-            let n_read = f64::from(n as u32 - holes);
+            let n_read = f64::from(counted);
             let value = |p: usize| {
                 if by_rank {
                     1.0 - p as f64 / n_read
@@ -1047,13 +1056,7 @@ impl Scored {
                 scale_by(method, total, factors[n], || weights_of(seen(key))).0
             };
             if !score.is_finite() {
-                let first = first(key);
-                return Err(Problem::NonFiniteScore {
-                    key: KeyRef::at(first.0 as usize, first.1 as usize),
-                    score,
-                    stage: Stage::Fused,
-                }
-                .into());
+                return Err(fused_not_finite(first(key), score));
             }
             out.push(score);
         }
@@ -1121,13 +1124,7 @@ impl Scored {
                 scale_by(method, total, factors[l], || all_weights).0
             };
             if !score.is_finite() {
-                let first = first(key);
-                return Err(Problem::NonFiniteScore {
-                    key: KeyRef::at(first.0 as usize, first.1 as usize),
-                    score,
-                    stage: Stage::Fused,
-                }
-                .into());
+                return Err(fused_not_finite(first(key), score));
             }
             out.push(score);
         }
@@ -1762,6 +1759,14 @@ fn pair_wins(
     joint.resize(n_keys, 0);
     tree.clear();
     tree.resize(by_position[1].len() + 1, 0);
+    // The Fenwick tree counts the keys inserted at each place in list 1.
+    let insert = |tree: &mut [u32], place: u32| {
+        let mut j = place as usize + 1;
+        while j < tree.len() {
+            tree[j] += 1;
+            j += j & j.wrapping_neg();
+        }
+    };
     let (mut inserted, mut missing_from_1) = (0u64, 0u64);
     only_in_1.clear();
     only_in_1.extend(
@@ -1775,11 +1780,7 @@ fn pair_wins(
         let key = e as u32 as usize;
         // Missing from list 0 with x, behind x in list 1.
         joint[key] = m - 1 - i as u64;
-        let mut j = place[key][1] as usize + 1;
-        while j < tree.len() {
-            tree[j] += 1;
-            j += j & j.wrapping_neg();
-        }
+        insert(tree, place[key][1]);
         inserted += 1;
     }
     for &e in by_position[0].iter().rev() {
@@ -1800,11 +1801,7 @@ fn pair_wins(
         if p1 == u32::MAX {
             missing_from_1 += 1;
         } else {
-            let mut j = p1 as usize + 1;
-            while j < tree.len() {
-                tree[j] += 1;
-                j += j & j.wrapping_neg();
-            }
+            insert(tree, p1);
         }
         inserted += 1;
     }
