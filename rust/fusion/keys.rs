@@ -112,7 +112,7 @@ impl IdTable {
     }
 
     /// (slot, id) of `key`, inserting it with id `next` and no seen-lists bits when it is new.
-    #[inline]
+    #[inline(always)]
     pub fn slot_of_key(&mut self, key: i64, next: u32) -> (usize, u32) {
         let mut i = self.slot_of(key);
         loop {
@@ -171,7 +171,7 @@ impl KeySource for Rows<'_> {
         self.table.reset(n, cancel)
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&mut self, list: usize, position: usize, next: u32) -> Result<Option<Found>, Error> {
         let key = self.rows[list][position];
         if self.pad == Some(key) {
