@@ -1741,13 +1741,22 @@ fn pair_wins(
     place.clear();
     place.resize(n_keys, [u32::MAX; 2]);
     for (s, order) in by_position.iter_mut().enumerate() {
+        // A list holds a key at one position (its best): the keys by position without a sort,
+        // each at its position in a table as long as the list, then the empty cells dropped.
+        let len = (0..n_keys)
+            .map(|k| rank(k, s))
+            .filter(|&r| r != UNRANKED)
+            .max()
+            .map_or(0, |r| r as usize + 1);
         order.clear();
-        order.extend(
-            (0..n_keys)
-                .filter(|&k| rank(k, s) != UNRANKED)
-                .map(|k| u64::from(rank(k, s)) << 32 | k as u64),
-        );
-        order.sort_unstable();
+        order.resize(len, u64::MAX);
+        for k in 0..n_keys {
+            let r = rank(k, s);
+            if r != UNRANKED {
+                order[r as usize] = u64::from(r) << 32 | k as u64;
+            }
+        }
+        order.retain(|&e| e != u64::MAX);
         for (i, &e) in order.iter().enumerate() {
             place[e as u32 as usize][s] = i as u32;
         }
@@ -1768,13 +1777,15 @@ fn pair_wins(
         }
     };
     let (mut inserted, mut missing_from_1) = (0u64, 0u64);
+    // List 1's keys missing from list 0, in list 1's order.
     only_in_1.clear();
     only_in_1.extend(
-        (0..n_keys)
+        by_position[1]
+            .iter()
+            .map(|&e| e as u32 as usize)
             .filter(|&k| rank(k, 0) == UNRANKED)
             .map(|k| u64::from(place[k][1]) << 32 | k as u64),
     );
-    only_in_1.sort_unstable();
     let m = only_in_1.len() as u64;
     for (i, &e) in only_in_1.iter().enumerate() {
         let key = e as u32 as usize;
