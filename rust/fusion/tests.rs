@@ -239,6 +239,37 @@ fn empty_input_gives_no_hits() {
 }
 
 #[test]
+fn the_small_sorting_networks_sort_every_input() {
+    // Every input of 0s and 1s sorted means every input sorted (Knuth's 0-1 principle).
+    fn sorts_every_01_input<const N: usize>(network: &[(usize, usize)]) {
+        for bits in 0u32..1 << N {
+            let v: [f64; N] = std::array::from_fn(|i| f64::from(bits >> i & 1));
+            let sorted = network_sort(v, network);
+            assert!(
+                sorted.windows(2).all(|w| w[0] <= w[1]),
+                "{bits:b}: {sorted:?}"
+            );
+        }
+    }
+    sorts_every_01_input::<3>(NETWORK_3);
+    sorts_every_01_input::<4>(NETWORK_4);
+    sorts_every_01_input::<5>(NETWORK_5);
+    // The sum as sorted ascending by total_cmp, on values with repeats, signed zeros and
+    // magnitudes whose order changes the rounding.
+    let pool = [0.0, -0.0, 1.0, -1.0, 1e16, -1e16, 0.1, 3.0, 1e-300, 2.5e-17];
+    let mut rng = crate::testing::Rng(0x5EED);
+    for _ in 0..20_000 {
+        let n = 3 + rng.below(3) as usize;
+        let v: Vec<f64> = (0..n).map(|_| rng.pick(&pool)).collect();
+        let mut sorted = v.clone();
+        sorted.sort_by(f64::total_cmp);
+        let expected = sorted.iter().fold(0.0, |acc, &x| acc + x);
+        let got = canonical_sum(&mut v.clone());
+        assert_eq!(got.to_bits(), expected.to_bits(), "{v:?}");
+    }
+}
+
+#[test]
 fn canonical_sum_is_ascending() {
     let mut v = [1e16, 1.0, -1e16, 1.0];
     // ascending: -1e16, 1, 1, 1e16 -> (-1e16 + 1) + 1 = -1e16 (rounding), + 1e16 = 0
