@@ -1619,6 +1619,15 @@ impl Scored {
                 &mut self.pair,
             );
             Ok(())
+        } else if counts_decide(&table, l) {
+            counted_wins(
+                &self.ranks,
+                l,
+                n_keys,
+                &mut self.scores,
+                &mut self.pair,
+                cancel,
+            )
         } else {
             pairwise_wins(
                 &self.ranks,
@@ -1690,9 +1699,140 @@ fn pairwise_wins(
     Ok(())
 }
 
-/// The buffers of [`pair_wins`], kept from query to query.
+/// Whether x beats y exactly when more lists rank x ahead of y than y ahead of x: `table`'s sum
+/// of a set of lists depends on their number only and grows with it (equal positive weights,
+/// as unweighted Condorcet's).
+fn counts_decide(table: &[f64], l: usize) -> bool {
+    let by_count = |n: usize| table[(1 << n) - 1];
+    table.len() == 1 << l
+        && (0..table.len()).all(|set| table[set] == by_count(set.count_ones() as usize))
+        && (0..l).all(|n| by_count(n) < by_count(n + 1))
+}
+
+/// [`pairwise_wins`] when the counts of lists decide (see [`counts_decide`]), 64 keys at a time:
+/// per list, bitsets of the keys at the places before each place (prefixes); for key x, each
+/// list gives the keys it ranks x ahead of (those not in the prefix through x's place: behind
+/// it, or missing) and the keys it ranks ahead of x (the prefix before x's place; every key it
+/// holds when x is missing), which bit-sliced counters add up per key y, and x beats the keys
+/// whose first count exceeds the second. O(n² L / 64) for n keys and L lists; the same integers
+/// as [`pairwise_wins`].
+fn counted_wins(
+    ranks: &[u32],
+    l: usize,
+    n_keys: usize,
+    wins: &mut Vec<f64>,
+    scratch: &mut PairScratch,
+    cancel: &Cancel<'_>,
+) -> Result<(), Error> {
+    // Counts up to 15 lists in 4 bit slices (the table, and so this path, stops at 8).
+    const SLICES: usize = 4;
+    let words = n_keys.div_ceil(64);
+    let PairScratch {
+        prefixes,
+        places,
+        order,
+        ..
+    } = scratch;
+    places.clear();
+    places.resize(n_keys * l, u32::MAX);
+    prefixes.clear();
+    // Per list: where its prefixes start, and how many keys it holds.
+    let mut lists = Vec::with_capacity(l);
+    for s in 0..l {
+        // A list holds a key at one position (its best): the keys by position from a table
+        // as long as the list.
+        let len = (0..n_keys)
+            .map(|k| ranks[k * l + s])
+            .filter(|&r| r != UNRANKED)
+            .max()
+            .map_or(0, |r| r as usize + 1);
+        order.clear();
+        order.resize(len, u32::MAX);
+        for k in 0..n_keys {
+            let r = ranks[k * l + s];
+            if r != UNRANKED {
+                order[r as usize] = k as u32;
+            }
+        }
+        let start = prefixes.len();
+        prefixes.resize(start + words, 0);
+        let mut held = 0;
+        for &k in order.iter().filter(|&&k| k != u32::MAX) {
+            places[k as usize * l + s] = held;
+            held += 1;
+            let last = prefixes.len() - words;
+            prefixes.extend_from_within(last..);
+            let at = prefixes.len() - words + k as usize / 64;
+            prefixes[at] |= 1 << (k % 64);
+        }
+        lists.push((start, held as usize));
+    }
+    let last_word = match n_keys % 64 {
+        0 => !0u64,
+        r => (1u64 << r) - 1,
+    };
+    // Per list, for the key at hand: the prefix rows of the keys it is ahead of (their
+    // complement; None: no key) and of the keys ahead of it.
+    let mut rows = Vec::with_capacity(l);
+    wins.clear();
+    wins.reserve(n_keys);
+    for x in 0..n_keys {
+        if x % 64 == 0 {
+            cancel.check()?;
+        }
+        rows.clear();
+        rows.extend(
+            lists
+                .iter()
+                .enumerate()
+                .map(|(s, &(start, held))| match places[x * l + s] {
+                    u32::MAX => (None, start + held * words),
+                    p => {
+                        let p = p as usize;
+                        (Some(start + (p + 1) * words), start + p * words)
+                    }
+                }),
+        );
+        let mut won = 0u32;
+        for w in 0..words {
+            let (mut ahead, mut behind) = ([0u64; SLICES], [0u64; SLICES]);
+            for &(x_ahead, y_ahead) in &rows {
+                let x_ahead = x_ahead.map_or(0, |row| !prefixes[row + w]);
+                add_bits(&mut ahead, x_ahead);
+                add_bits(&mut behind, prefixes[y_ahead + w]);
+            }
+            // ahead > behind, from the top slice down.
+            let (mut greater, mut equal) = (0u64, !0u64);
+            for i in (0..SLICES).rev() {
+                greater |= equal & ahead[i] & !behind[i];
+                equal &= !(ahead[i] ^ behind[i]);
+            }
+            let mask = if w + 1 == words { last_word } else { !0 };
+            won += (greater & mask).count_ones();
+        }
+        wins.push(1.0 + f64::from(won));
+    }
+    Ok(())
+}
+
+/// Adds 1 to the bit-sliced counters (`counters[i]`: bit i of 64 counts) where `bits` is set.
+#[inline(always)]
+fn add_bits<const N: usize>(counters: &mut [u64; N], bits: u64) {
+    let mut carry = bits;
+    for c in counters.iter_mut() {
+        let next = *c & carry;
+        *c ^= carry;
+        carry = next;
+    }
+}
+
+/// The buffers of [`pair_wins`] and [`counted_wins`], kept from query to query.
 #[derive(Default)]
 pub struct PairScratch {
+    /// [`counted_wins`]: every list's prefix bitsets, and each key's place in each list.
+    prefixes: Vec<u64>,
+    places: Vec<u32>,
+    order: Vec<u32>,
     place: Vec<[u32; 2]>,
     by_position: [Vec<u64>; 2],
     joint: Vec<u64>,
@@ -1737,6 +1877,7 @@ fn pair_wins(
         joint,
         tree,
         only_in_1,
+        ..
     } = scratch;
     place.clear();
     place.resize(n_keys, [u32::MAX; 2]);
@@ -1888,6 +2029,80 @@ mod tests {
     }
 
     use crate::testing::Rng;
+
+    #[test]
+    fn condorcet_by_bitsets_wins_as_every_pair_compared() {
+        // 3 to 8 lists, keys in some of them at distinct positions with gaps, up to 150 keys
+        // (three words of bits, the last one partial); equal weights of either sign, and
+        // unequal ones (where counts do not decide: the pairwise loop runs).
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut scratch = PairScratch::default();
+        let mut counted_rounds = 0;
+        for round in 0..1500 {
+            let l = 3 + rng.below(6) as usize;
+            let n_keys = rng.pick(&[0usize, 1, 2, 5, 63, 64, 65, 100, 150]);
+            let mut ranks = vec![UNRANKED; n_keys * l];
+            for s in 0..l {
+                let mut keys: Vec<usize> = (0..n_keys).collect();
+                for i in (1..n_keys).rev() {
+                    keys.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                let mut position = 0u32;
+                for &key in &keys {
+                    position += 1 + rng.below(2) as u32;
+                    if rng.below(4) > 0 {
+                        ranks[key * l + s] = position;
+                    }
+                }
+            }
+            for key in 0..n_keys {
+                if ranks[key * l..(key + 1) * l].iter().all(|&r| r == UNRANKED) {
+                    ranks[key * l + rng.below(l as u64) as usize] = 10_000 + key as u32;
+                }
+            }
+            let w: Vec<f64> = match rng.below(3) {
+                0 => vec![1.0; l],
+                1 => vec![rng.pick(&[0.5, -1.0, 1e-300, 1e308]); l],
+                _ => (0..l).map(|_| rng.pick(&[1.0, 0.5, 2.0, -1.0])).collect(),
+            };
+            let table: Vec<f64> = (0..1usize << l)
+                .map(|set| {
+                    let ws: Vec<f64> = (0..l).filter(|s| set >> s & 1 == 1).map(|s| w[s]).collect();
+                    sorted_sum(&ws)
+                })
+                .collect();
+            let mut compared = Vec::new();
+            pairwise_wins(
+                &ranks,
+                l,
+                n_keys,
+                &w,
+                &table,
+                &mut compared,
+                &Cancel::none(),
+            )
+            .unwrap();
+            let decide = counts_decide(&table, l);
+            // Counts decide for equal positive weights that do not overflow, and only then.
+            let equal_positive = w.iter().all(|&x| x == w[0] && x > 0.0 && x < 1e300);
+            assert_eq!(decide, equal_positive, "round {round}: {w:?}");
+            if decide {
+                counted_rounds += 1;
+                let mut counted = Vec::new();
+                counted_wins(
+                    &ranks,
+                    l,
+                    n_keys,
+                    &mut counted,
+                    &mut scratch,
+                    &Cancel::none(),
+                )
+                .unwrap();
+                assert_eq!(counted, compared, "round {round}: {l} lists, {ranks:?}");
+            }
+        }
+        assert!(counted_rounds > 400);
+    }
 
     #[test]
     fn condorcet_by_counting_wins_as_every_pair_compared() {
