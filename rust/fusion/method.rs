@@ -1679,23 +1679,24 @@ fn pairwise_wins(
         }
         (canonical_sum(&mut ahead), canonical_sum(&mut behind))
     };
-    wins.clear();
-    wins.resize(n_keys, 1.0);
+    // Integer counts, added without a branch on who wins (which is as good as random).
+    let mut won = vec![0u32; n_keys];
     for x in 0..n_keys {
         // Polled once per key: each compares itself with every key after it.
         if x % 64 == 0 {
             cancel.check()?;
         }
         let rx = &ranks[x * l..(x + 1) * l];
+        let mut won_x = 0;
         for y in x + 1..n_keys {
             let (a, b) = weigh(rx, &ranks[y * l..(y + 1) * l]);
-            if a > b {
-                wins[x] += 1.0;
-            } else if b > a {
-                wins[y] += 1.0;
-            }
+            won_x += u32::from(a > b);
+            won[y] += u32::from(b > a);
         }
+        won[x] += won_x;
     }
+    wins.clear();
+    wins.extend(won.iter().map(|&w| 1.0 + f64::from(w)));
     Ok(())
 }
 
