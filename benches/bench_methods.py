@@ -2,6 +2,7 @@
 
     python benches/bench_methods.py                       # both workloads (~10 minutes on 2 busy cores)
     python benches/bench_methods.py --workloads A --only rrf,wsum,med
+    python benches/bench_methods.py --workloads B --only sum/min-max,sum/z-score,dbsf/-
     python benches/bench_methods.py --no-ranx             # fuse_batch vs rrf_batch only
     python benches/bench_methods.py --ranx-fraction 1     # ranx on every query (~15 s a call on A)
     python benches/bench_methods.py --threads1 all        # 1 thread vs all CPUs for every row
@@ -331,7 +332,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--workloads", default="A,B")
-    parser.add_argument("--only", default=None, help="comma-separated methods")
+    parser.add_argument(
+        "--only", default=None, help="comma-separated methods, or method/norm for one row"
+    )
     parser.add_argument("--no-ranx", dest="ranx", action="store_false")
     parser.add_argument("--ranx-fraction", type=float, default=0.1)
     parser.add_argument("--ranx-rounds", type=int, default=2)
@@ -344,8 +347,11 @@ def main() -> None:
     args.ranx = args.ranx and have_ranx()
     case_list = cases()
     if args.only:
+        # A method (every row of it) or method/norm (that row; "-" for the method's own norm).
         wanted = set(args.only.split(","))
-        case_list = [c for c in case_list if c.method in wanted]
+        case_list = [
+            c for c in case_list if c.method in wanted or f"{c.method}/{c.norm or '-'}" in wanted
+        ]
     print(f"# rankfusion fuse_batch per method ({cpu_info()})")
     print(f"# extension: {core_file}")
     print(f"# command: python {' '.join(sys.argv)}")
