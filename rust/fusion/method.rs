@@ -1740,33 +1740,17 @@ fn counted_wins(
     // Per list: where its prefixes start, and how many keys it holds.
     let mut lists = Vec::with_capacity(l);
     for s in 0..l {
-        // A list holds a key at one position (its best): the keys by position from a table
-        // as long as the list.
-        let len = (0..n_keys)
-            .map(|k| ranks[k * l + s])
-            .filter(|&r| r != UNRANKED)
-            .max()
-            .map_or(0, |r| r as usize + 1);
-        order.clear();
-        order.resize(len, u32::MAX);
-        for k in 0..n_keys {
-            let r = ranks[k * l + s];
-            if r != UNRANKED {
-                order[r as usize] = k as u32;
-            }
-        }
+        keys_by_position(ranks, l, s, n_keys, order);
         let start = prefixes.len();
         prefixes.resize(start + words, 0);
-        let mut held = 0;
-        for &k in order.iter().filter(|&&k| k != u32::MAX) {
-            places[k as usize * l + s] = held;
-            held += 1;
+        for (place, &k) in order.iter().enumerate() {
+            places[k as usize * l + s] = place as u32;
             let last = prefixes.len() - words;
             prefixes.extend_from_within(last..);
             let at = prefixes.len() - words + k as usize / 64;
             prefixes[at] |= 1 << (k % 64);
         }
-        lists.push((start, held as usize));
+        lists.push((start, order.len()));
     }
     let last_word = match n_keys % 64 {
         0 => !0u64,
@@ -1816,6 +1800,27 @@ fn counted_wins(
     Ok(())
 }
 
+/// The keys list `s` holds, in position order, into `order`: `ranks[key * l + s]` is the key's
+/// position in it (its best: one key per position) or [`UNRANKED`]. No sort: each key goes to
+/// its position in a table as long as the list, then the empty cells are dropped.
+fn keys_by_position(ranks: &[u32], l: usize, s: usize, n_keys: usize, order: &mut Vec<u32>) {
+    let rank = |k: usize| ranks[k * l + s];
+    let len = (0..n_keys)
+        .map(rank)
+        .filter(|&r| r != UNRANKED)
+        .max()
+        .map_or(0, |r| r as usize + 1);
+    order.clear();
+    order.resize(len, u32::MAX);
+    for k in 0..n_keys {
+        let r = rank(k);
+        if r != UNRANKED {
+            order[r as usize] = k as u32;
+        }
+    }
+    order.retain(|&k| k != u32::MAX);
+}
+
 /// Adds 1 to the bit-sliced counters (`counters[i]`: bit i of 64 counts) where `bits` is set.
 #[inline(always)]
 fn add_bits<const N: usize>(counters: &mut [u64; N], bits: u64) {
@@ -1835,7 +1840,7 @@ pub struct PairScratch {
     places: Vec<u32>,
     order: Vec<u32>,
     place: Vec<[u32; 2]>,
-    by_position: [Vec<u64>; 2],
+    by_position: [Vec<u32>; 2],
     joint: Vec<u64>,
     tree: Vec<u32>,
     only_in_1: Vec<u64>,
@@ -1883,24 +1888,9 @@ fn pair_wins(
     place.clear();
     place.resize(n_keys, [u32::MAX; 2]);
     for (s, order) in by_position.iter_mut().enumerate() {
-        // A list holds a key at one position (its best): the keys by position without a sort,
-        // each at its position in a table as long as the list, then the empty cells dropped.
-        let len = (0..n_keys)
-            .map(|k| rank(k, s))
-            .filter(|&r| r != UNRANKED)
-            .max()
-            .map_or(0, |r| r as usize + 1);
-        order.clear();
-        order.resize(len, u64::MAX);
-        for k in 0..n_keys {
-            let r = rank(k, s);
-            if r != UNRANKED {
-                order[r as usize] = u64::from(r) << 32 | k as u64;
-            }
-        }
-        order.retain(|&e| e != u64::MAX);
-        for (i, &e) in order.iter().enumerate() {
-            place[e as u32 as usize][s] = i as u32;
+        keys_by_position(ranks, 2, s, n_keys, order);
+        for (i, &k) in order.iter().enumerate() {
+            place[k as usize][s] = i as u32;
         }
     }
     let held = [by_position[0].len() as u64, by_position[1].len() as u64];
@@ -1924,7 +1914,7 @@ fn pair_wins(
     only_in_1.extend(
         by_position[1]
             .iter()
-            .map(|&e| e as u32 as usize)
+            .map(|&k| k as usize)
             .filter(|&k| rank(k, 0) == UNRANKED)
             .map(|k| u64::from(place[k][1]) << 32 | k as u64),
     );
@@ -1936,8 +1926,8 @@ fn pair_wins(
         insert(tree, place[key][1]);
         inserted += 1;
     }
-    for &e in by_position[0].iter().rev() {
-        let key = e as u32 as usize;
+    for &key in by_position[0].iter().rev() {
+        let key = key as usize;
         let p1 = place[key][1];
         joint[key] = if p1 == u32::MAX {
             missing_from_1 // behind x in list 0, missing with x from list 1
@@ -2031,6 +2021,13 @@ mod tests {
 
     use crate::testing::Rng;
 
+    /// Condorcet's scores by [`pairwise_wins`], the loop the faster paths are held to.
+    fn every_pair(ranks: &[u32], l: usize, n_keys: usize, w: &[f64], table: &[f64]) -> Vec<f64> {
+        let mut wins = Vec::new();
+        pairwise_wins(ranks, l, n_keys, w, table, &mut wins, &Cancel::none()).unwrap();
+        wins
+    }
+
     #[test]
     fn condorcet_by_bitsets_wins_as_every_pair_compared() {
         // 3 to 8 lists, keys in some of them at distinct positions with gaps, up to 150 keys
@@ -2072,17 +2069,7 @@ mod tests {
                     sorted_sum(&ws)
                 })
                 .collect();
-            let mut compared = Vec::new();
-            pairwise_wins(
-                &ranks,
-                l,
-                n_keys,
-                &w,
-                &table,
-                &mut compared,
-                &Cancel::none(),
-            )
-            .unwrap();
+            let compared = every_pair(&ranks, l, n_keys, &w, &table);
             let decide = counts_decide(&table, l);
             // Counts decide for equal positive weights that do not overflow, and only then.
             let equal_positive = w.iter().all(|&x| x == w[0] && x > 0.0 && x < 1e300);
@@ -2142,18 +2129,9 @@ mod tests {
             }
             let w = [rng.pick(&weights), rng.pick(&weights)];
             let table = [0.0, w[0], w[1], sorted_sum(&w)];
-            let (mut counted, mut compared) = (Vec::new(), Vec::new());
+            let mut counted = Vec::new();
             pair_wins(&ranks, n_keys, &table, &mut counted, &mut scratch);
-            pairwise_wins(
-                &ranks,
-                2,
-                n_keys,
-                &w,
-                &table,
-                &mut compared,
-                &Cancel::none(),
-            )
-            .unwrap();
+            let compared = every_pair(&ranks, 2, n_keys, &w, &table);
             assert_eq!(counted, compared, "round {round}: {ranks:?} {w:?}");
         }
     }

@@ -73,10 +73,10 @@ const NETWORK_5: &[(usize, usize)] = &[
     (1, 2),
 ];
 
-/// The canonical sum of a key's few values, sorted by `network`, a sorting network, in registers and with no branch
-/// on the values (an insertion sort mispredicts about every other comparison). Equal values may
-/// end in either order, which changes no bit of the sum: they are equal, or +0.0 and -0.0,
-/// neither of which changes a sum started at +0.0.
+/// The canonical sum of a key's few values, sorted by `network`, a sorting network, in
+/// registers and with no branch on the values (an insertion sort mispredicts about every other
+/// comparison). Equal values may end in either order, which changes no bit of the sum: they are
+/// equal, or +0.0 and -0.0, neither of which changes a sum started at +0.0.
 #[inline(always)]
 fn sorted_sum<const N: usize>(v: [f64; N], network: &[(usize, usize)]) -> f64 {
     network_sort(v, network).iter().fold(0.0, |acc, &x| acc + x)
