@@ -16,7 +16,7 @@ use hashbrown::HashMap;
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
 use crate::fusion::{params, trace, Hasher, IdTable, Plan, Rows, Trace, Workspace};
-use crate::memory;
+use crate::memory::Buffer;
 use crate::pool;
 
 /// One list of a batch: a (rows, cols) matrix of i64 ids in row-major order.
@@ -64,8 +64,8 @@ type TraceEntry = (u32, u32, f64, f64);
 #[derive(Default)]
 struct Chunk {
     counts: Vec<usize>,
-    ids: Vec<i64>,
-    scores: Vec<f64>,
+    ids: Buffer<i64>,
+    scores: Buffer<f64>,
     trace_offsets: Vec<usize>,
     trace: Vec<TraceEntry>,
 }
@@ -255,8 +255,8 @@ fn fuse_chunk(
     // Room for the most hits the rows can have, so the buffers never move (untouched capacity
     // costs no memory).
     let mut chunk = Chunk {
-        ids: memory::vec_with_capacity(rows.len() * per_row),
-        scores: memory::vec_with_capacity(rows.len() * per_row),
+        ids: Buffer::with_capacity(rows.len() * per_row),
+        scores: Buffer::with_capacity(rows.len() * per_row),
         ..Chunk::default()
     };
     let RowState {

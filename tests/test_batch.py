@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -166,6 +169,61 @@ def test_inputs_are_not_modified_and_outputs_are_fresh():
     assert np.array_equal(a, A) and np.array_equal(b, B)
     r1.ids[:] = 0
     assert not np.array_equal(r1.ids, r2.ids)
+
+
+KEPT_CALLS = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import rankfusion as rf
+
+    def calls():
+        # Large enough that the input copies and the chunk buffers (64 KiB or more) are kept
+        # between calls; sizes that shrink and grow, so kept buffers are reused partly filled.
+        rng = np.random.default_rng(7)
+        out = []
+        for q, n in ((400, 120), (150, 90), (600, 150), (300, 60)):
+            ids = [rng.integers(0, 2 * n, size=(q, n)) for _ in range(3)]
+            ids[1][::7, 5:9] = -1
+            scores = [np.sort(rng.normal(size=(q, n)), axis=1)[:, ::-1].copy() for _ in ids]
+            for threads in (1, 2):
+                r = rf.rrf_batch(ids, threads=threads)
+                out += [r.ids, r.scores, r.counts]
+                r = rf.fuse_batch(ids, scores, method="wsum", norm="z-score",
+                                  weights=[0.5, 0.3, 0.2], threads=threads)
+                out += [r.ids, r.scores, r.counts]
+        return out
+
+    np.savez(sys.argv[1], *calls())
+    """
+)
+
+
+def test_kept_buffers_carry_nothing_from_one_call_to_the_next(tmp_path):
+    """The buffers kept between calls (RANKFUSION_KEEP_MB, docs/batch.md) change no result:
+    the same calls in a process that keeps none, and in one that keeps them (after other calls
+    have left buffers of other contents on the shelf), give the same arrays."""
+    script = tmp_path / "kept.py"
+    script.write_text(KEPT_CALLS)
+    results = {}
+    for keep in ("0", "256"):
+        path = tmp_path / f"kept_{keep}.npz"
+        env = {**__import__("os").environ, "RANKFUSION_KEEP_MB": keep}
+        prelude = "import runpy, sys, numpy as np, rankfusion as rf\n"
+        if keep != "0":  # fill the shelf with other data first
+            prelude += (
+                "rng = np.random.default_rng(1)\n"
+                "ids = [rng.integers(0, 10**9, size=(700, 160)) for _ in range(3)]\n"
+                "rf.fuse_batch(ids, [rng.random((700, 160)) for _ in ids], method='sum', threads=2)\n"
+                "rf.rrf_batch(ids, threads=1)\n"
+            )
+        code = prelude + f"sys.argv = ['kept', {str(path)!r}]\nrunpy.run_path({str(script)!r})\n"
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+        with np.load(path) as data:
+            results[keep] = [data[k] for k in data.files]
+    assert len(results["0"]) == len(results["256"]) == 48
+    for a, b in zip(results["0"], results["256"]):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
 
 
 def test_tie_break_key_for_int_ids():

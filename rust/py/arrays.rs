@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 
 use super::args::integer;
 use crate::batch::IdMatrix;
-use crate::memory;
+use crate::memory::Buffer;
 use crate::pool;
 
 pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
@@ -131,7 +131,7 @@ pub fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyR
 /// The ids of one list, readable with the GIL released and by no one else writable.
 enum Ids<'py> {
     /// A copy of the caller's int64 array.
-    Copied(Vec<i64>),
+    Copied(Buffer<i64>),
     /// A new int64 array made by numpy from the caller's (other dtype or layout).
     Converted(PyReadonlyArray2<'py, i64>),
 }
@@ -162,12 +162,13 @@ impl IdArray<'_> {
     }
 }
 
-/// A copy of `ids`, in a buffer marked for huge pages (see `crate::memory`): fresh memory
-/// costs a page fault per 4 KiB page otherwise, a sizeable part of the copy. Signals are
+/// A copy of `ids`, in a buffer kept from an earlier call or else marked for huge pages (see
+/// `crate::memory`): fresh memory costs a page fault per 4 KiB page otherwise, a sizeable part
+/// of the copy. Signals are
 /// checked between pieces of it (a huge array takes a while to copy, with the GIL held).
-fn copy_ids(py: Python<'_>, ids: &[i64]) -> PyResult<Vec<i64>> {
+fn copy_ids(py: Python<'_>, ids: &[i64]) -> PyResult<Buffer<i64>> {
     const PIECE: usize = 1 << 20;
-    let mut copy: Vec<i64> = memory::vec_with_capacity(ids.len());
+    let mut copy = Buffer::with_capacity(ids.len());
     for piece in ids.chunks(PIECE) {
         if piece.len() == PIECE {
             py.check_signals()?;
@@ -262,14 +263,17 @@ pub fn new_array<'py>(
 
 /// A 2-D real array (any integer or float dtype) as a float64 copy, and its shape, like the
 /// reference's `_matrix(..., "iuf", ...)` then `astype(float64)`.
-pub fn float_matrix(value: &Bound<'_, PyAny>, name: &str) -> PyResult<(Vec<f64>, (usize, usize))> {
+pub fn float_matrix(
+    value: &Bound<'_, PyAny>,
+    name: &str,
+) -> PyResult<(Buffer<f64>, (usize, usize))> {
     let array = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
     let shape = (array.shape()[0], array.shape()[1]);
     let converted = contiguous(&array, "float64")?;
     let source = borrow::<f64>(&converted)?;
     let source = slice(&source)?;
-    // Huge pages, as for the ids (`copy_ids`): fresh memory faults per 4 KiB page otherwise.
-    let mut data: Vec<f64> = memory::vec_with_capacity(source.len());
+    // A kept buffer or huge pages, as for the ids (`copy_ids`).
+    let mut data = Buffer::with_capacity(source.len());
     data.extend_from_slice(source);
     Ok((data, shape))
 }

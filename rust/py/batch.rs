@@ -23,6 +23,7 @@ use super::rrf::query_plan;
 use super::signals::Signals;
 use crate::batch::{self, Extra, Output};
 use crate::fusion::{params, Hasher, Params};
+use crate::memory::Buffer;
 use crate::pool;
 
 /// `lists`: 2-D id arrays with the same number of rows.
@@ -76,7 +77,7 @@ fn boost_ids(boost: &Bound<'_, PyDict>) -> PyResult<HashMap<i64, f64, Hasher>> {
 fn fuse_rows<'py>(
     py: Python<'py>,
     arrays: Vec<IdArray<'py>>,
-    scores: Vec<Option<Vec<f64>>>,
+    scores: Vec<Option<Buffer<f64>>>,
     pad: i64,
     params: &Params,
     boost: Option<&HashMap<i64, f64, Hasher>>,
@@ -89,7 +90,10 @@ fn fuse_rows<'py>(
         .iter()
         .map(IdArray::matrix)
         .collect::<PyResult<Vec<_>>>()?;
-    let score_slices: Vec<Option<&[f64]>> = scores.iter().map(|s| s.as_deref()).collect();
+    let score_slices: Vec<Option<&[f64]>> = scores
+        .iter()
+        .map(|s| s.as_deref().map(Vec::as_slice))
+        .collect();
     let extra = Extra {
         scores: &score_slices,
         boost,
@@ -307,7 +311,7 @@ pub fn fuse_batch<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let arrays = id_arrays(ids, "ids")?;
     let n = arrays.len();
-    let mut score_data: Vec<Option<Vec<f64>>> = vec![None; n];
+    let mut score_data: Vec<Option<Buffer<f64>>> = (0..n).map(|_| None).collect();
     if let Some(s) = scores.filter(|s| !s.is_none()) {
         let s = as_tuple(&s, "scores")?;
         if s.len() != n {
