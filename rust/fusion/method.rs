@@ -61,6 +61,9 @@ pub struct Scored {
     positions: Vec<u32>,
     slot_of: Vec<u8>,
     normalized: Vec<f64>,
+    /// The rank norm's values `1 - p / counted` for p in 0..n, of `rank_shape` (n, counted).
+    rank_values: Vec<f64>,
+    rank_shape: (usize, u32),
 }
 
 /// A list's normalisation, its statistics computed.
@@ -887,25 +890,24 @@ impl Scored {
                 continue;
             }
             let s = sign(plan, list);
-            // The counted raw scores, when the list's norm is still to be computed (not for
-            // the rank norm, which has no row, nor dbsf's, computed above).
-            let collect = !by_rank && dbsf_norms[slot].is_none();
-            self.values.clear();
-            let mut holes = 0u32;
-            for p in 0..n {
-                if is_hole(list, p) {
-                    holes += 1;
-                } else if let Some(&x) = row.get(p).filter(|_| collect) {
-                    self.values.push(s * x);
-                }
-            }
+            let holes = (0..n).map(|p| u32::from(is_hole(list, p))).sum::<u32>();
             let counted = n as u32 - holes;
             let norm = if plan.norm == Norm::None || by_rank || counted == 0 {
                 ListNorm::Identity
             } else if let Some(norm) = dbsf_norms[slot] {
                 norm
             } else {
-                match list_norm(plan.norm, &self.values, &mut self.sums, cancel) {
+                // The counted raw scores: the row itself when it has no hole and higher is
+                // better (`1.0 * x` is `x`, bit for bit).
+                let values: &[f64] = if holes == 0 && s == 1.0 {
+                    row
+                } else {
+                    self.values.clear();
+                    self.values
+                        .extend((0..n).filter(|&p| !is_hole(list, p)).map(|p| s * row[p]));
+                    &self.values
+                };
+                match list_norm(plan.norm, values, &mut self.sums, cancel) {
                     Ok(norm) => norm,
                     Err(_) => return false,
                 }
@@ -931,7 +933,15 @@ impl Scored {
                     out.terms.push(term(method, w, v));
                 }
             } else if by_rank {
-                out.terms.extend((0..n).map(|p| term(method, w, value(p))));
+                // The rank norm's values depend only on (n, counted): computed once for every
+                // list of that shape (a division each), then only the terms.
+                if self.rank_shape != (n, counted) {
+                    self.rank_values.clear();
+                    self.rank_values.extend((0..n).map(value));
+                    self.rank_shape = (n, counted);
+                }
+                out.terms
+                    .extend(self.rank_values.iter().map(|&v| term(method, w, v)));
             } else {
                 // One loop per norm and kind of term (each simple enough to vectorise); the
                 // values are `norm.apply(s * x)` and `term(method, w, v)`.
