@@ -316,7 +316,7 @@ impl Workspace {
         Scored::score_terms(
             plan,
             &self.read,
-            &self.pre,
+            &mut self.pre,
             self.n_keys,
             self.stride,
             &mut self.slot_values,

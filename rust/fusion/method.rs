@@ -757,6 +757,9 @@ pub struct PreTerms {
     pub starts: [usize; DENSE_MAX],
     /// Per slot, the holes of its window: the items a scan that finds no repeat skips.
     pub holes: [u32; DENSE_MAX],
+    /// The borda norm's ranked values `1 - p / |C|` by position p, for the query being scored
+    /// (scratch of [`Scored::score_terms`]).
+    pub borda: Vec<f64>,
 }
 
 /// Appends to `terms` the term of every raw score `x` of `row`: `w * norm.apply(s * x)` with a
@@ -972,7 +975,7 @@ impl Scored {
     pub fn score_terms(
         plan: &Plan,
         read: &[usize],
-        pre: &PreTerms,
+        pre: &mut PreTerms,
         n_keys: usize,
         stride: usize,
         values: &mut [f64],
@@ -1082,7 +1085,7 @@ impl Scored {
     fn score_deferred(
         plan: &Plan,
         read: &[usize],
-        pre: &PreTerms,
+        pre: &mut PreTerms,
         n_keys: usize,
         stride: usize,
         values: &[f64],
@@ -1096,17 +1099,29 @@ impl Scored {
         let method = plan.params.method;
         let n_c = n_keys as f64;
         let l = read.len();
+        // The borda norm's ranked value depends only on the position: one division per
+        // position of the longest window, not one per key and list.
+        pre.borda.clear();
+        if method != Method::Bordafuse {
+            let longest = (0..l)
+                .map(|slot| (pre.n_read[slot] + pre.holes[slot]) as usize)
+                .max()
+                .unwrap_or(0);
+            pre.borda
+                .extend((0..longest).map(|p| rank_norm(Norm::Borda, n_c, 0, p as u64 + 1)));
+        }
+        let pre = &*pre;
         // The term of a key at `rank` (0: not in the list) of the slot-th list read.
         let term_at = |slot: usize, rank: u64| {
             let w = plan.weights[read[slot]];
             if method == Method::Bordafuse {
                 w * borda_points(n_c, pre.n_read[slot], rank)
             } else {
-                term(
-                    method,
-                    w,
-                    rank_norm(Norm::Borda, n_c, pre.n_read[slot], rank),
-                )
+                let v = match rank.checked_sub(1).and_then(|p| pre.borda.get(p as usize)) {
+                    Some(&v) => v,
+                    None => rank_norm(Norm::Borda, n_c, pre.n_read[slot], rank),
+                };
+                term(method, w, v)
             }
         };
         let mut unranked = [0.0f64; DENSE_MAX];
