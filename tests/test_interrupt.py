@@ -51,6 +51,14 @@ def runs_folder(tmp_path_factory) -> Path:
 ATTEMPTS = 3  # trials of a workload whose signal could not be sent while its call ran
 
 
+def default_sigint() -> None:
+    """In a child before it runs Python: SIGINT's default disposition. A process started in the
+    background by a shell without job control (`nohup cmd &`, some CI runners) ignores SIGINT,
+    and so would every child it starts: Python then leaves SIGINT ignored, and the test would
+    measure that, not the library."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_once(child, name: str, estimate: float) -> dict:
     """One trial: start the call, send SIGINT a quarter of a second into it, read the outcome.
     ``sent_in_call`` says whether the signal had been sent (``os.kill`` had returned) before the
@@ -92,6 +100,7 @@ def interrupted(runs_folder) -> dict:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     results = {}
     try:
@@ -170,6 +179,7 @@ def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_fo
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         # Past the interpreter's start, into the work: by the CPU time the child has used where
