@@ -10,8 +10,8 @@
 //! back to the system (glibc unmaps or trims it), so that every call of a batched function paid
 //! again for the same tens of megabytes: on workload A of `benches/bench_methods.py` a quarter of
 //! `rrf_batch`'s time. A [`Buffer`] is a `Vec` that, when dropped, is kept on a shelf for the next
-//! call instead (at most [`keep_limit`] bytes in all, `RANKFUSION_KEEP_MB`, 256 by default; 0
-//! keeps none), and [`Buffer::with_capacity`] takes the smallest kept one that is large enough.
+//! call instead (at most [`keep_limit`] bytes in all, `RANKFUSION_KEEP_MB`, 256 MiB by default,
+//! half of it for ids and half for scores; 0 keeps none), and [`Buffer::with_capacity`] takes the smallest kept one that is large enough.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, OnceLock};
@@ -22,8 +22,9 @@ const THRESHOLD: usize = 4 << 20;
 /// Buffers smaller than this are not kept (the allocator reuses small blocks itself).
 const KEEP_MIN: usize = 64 << 10;
 
-/// The most bytes of [`Buffer`]s kept between calls: `RANKFUSION_KEEP_MB` megabytes when it is
-/// set to a whole number (0: none), else 256 MiB. Read once.
+/// The most bytes of [`Buffer`]s kept between calls, on all shelves together:
+/// `RANKFUSION_KEEP_MB` megabytes when it is set to a whole number (0: none), else 256 MiB. Read
+/// once. Each of the [`SHELVES`] holds at most its share.
 pub fn keep_limit() -> usize {
     static LIMIT: OnceLock<usize> = OnceLock::new();
     *LIMIT.get_or_init(|| {
@@ -33,6 +34,9 @@ pub fn keep_limit() -> usize {
             .map_or(256 << 20, |mb| mb.saturating_mul(1 << 20))
     })
 }
+
+/// The shelves of the library's buffers: ids (i64) and scores (f64).
+const SHELVES: usize = 2;
 
 /// The buffers of one item type kept for reuse, oldest first.
 pub struct Shelf<T> {
@@ -136,11 +140,11 @@ impl<T: Kept> DerefMut for Buffer<T> {
 
 impl<T: Kept> Drop for Buffer<T> {
     /// Puts the memory on the shelf, the oldest buffers making room (freed after the shelf is
-    /// unlocked); a buffer larger than the limit, or small, is freed.
+    /// unlocked); a buffer larger than the shelf's share of the limit, or small, is freed.
     fn drop(&mut self) {
         let v = std::mem::take(&mut self.0);
         let bytes = v.capacity() * std::mem::size_of::<T>();
-        let limit = keep_limit();
+        let limit = keep_limit() / SHELVES;
         if bytes < KEEP_MIN || bytes > limit {
             return;
         }
