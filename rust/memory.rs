@@ -8,10 +8,11 @@
 //!
 //! Even in huge pages, fresh memory is zeroed by the kernel, and freeing a large block hands it
 //! back to the system (glibc unmaps or trims it), so that every call of a batched function paid
-//! again for the same tens of megabytes: on workload A of `benches/bench_methods.py` a quarter of
-//! `rrf_batch`'s time. A [`Buffer`] is a `Vec` that, when dropped, is kept on a shelf for the next
-//! call instead (at most [`keep_limit`] bytes in all, `RANKFUSION_KEEP_MB`, 256 MiB by default,
-//! half of it for ids and half for scores; 0 keeps none), and [`Buffer::with_capacity`] takes the smallest kept one that is large enough.
+//! again for the same tens of megabytes: on workload A of `benches/bench_methods.py` a fifth of
+//! `rrf_batch`'s time. A [`Buffer`] is a `Vec` that, when dropped, is kept on a shelf for the
+//! next call instead (at most [`keep_limit`] bytes in all, `RANKFUSION_KEEP_MB`, 256 MiB by
+//! default, half of it for ids and half for scores; 0 keeps none), and
+//! [`Buffer::with_capacity`] takes the smallest kept one that is large enough.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, OnceLock};
@@ -25,7 +26,7 @@ const KEEP_MIN: usize = 64 << 10;
 /// The most bytes of [`Buffer`]s kept between calls, on all shelves together:
 /// `RANKFUSION_KEEP_MB` megabytes when it is set to a whole number (0: none), else 256 MiB. Read
 /// once. Each of the [`SHELVES`] holds at most its share.
-pub fn keep_limit() -> usize {
+fn keep_limit() -> usize {
     static LIMIT: OnceLock<usize> = OnceLock::new();
     *LIMIT.get_or_init(|| {
         std::env::var("RANKFUSION_KEEP_MB")
@@ -148,11 +149,12 @@ impl<T: Kept> Drop for Buffer<T> {
         if bytes < KEEP_MIN || bytes > limit {
             return;
         }
-        let evicted = match T::shelf().try_lock() {
-            Ok(mut shelf) => shelf.put(v, limit),
-            Err(_) => vec![v],
+        let Ok(mut shelf) = T::shelf().try_lock() else {
+            return; // busy: `v` is freed
         };
-        drop(evicted);
+        let evicted = shelf.put(v, limit);
+        drop(shelf);
+        drop(evicted); // freed with the shelf unlocked
     }
 }
 

@@ -61,9 +61,6 @@ pub struct Scored {
     positions: Vec<u32>,
     slot_of: Vec<u8>,
     normalized: Vec<f64>,
-    /// The rank norm's values `1 - p / counted` for p in 0..n, of `rank_shape` (n, counted).
-    rank_values: Vec<f64>,
-    rank_shape: (usize, u32),
 }
 
 /// A list's normalisation, its statistics computed.
@@ -760,6 +757,10 @@ pub struct PreTerms {
     /// The borda norm's ranked values `1 - p / |C|` by position p, for the query being scored
     /// (scratch of [`Scored::score_terms`]).
     pub borda: Vec<f64>,
+    /// The rank norm's values `1 - p / counted` by position p in 0..n, for lists of `rank_shape`
+    /// (n, counted): kept from list to list and query to query while the shape is the same.
+    rank: Vec<f64>,
+    rank_shape: (usize, u32),
 }
 
 /// Appends to `terms` the term of every raw score `x` of `row`: `w * norm.apply(s * x)` with a
@@ -938,13 +939,13 @@ impl Scored {
             } else if by_rank {
                 // The rank norm's values depend only on (n, counted): computed once for every
                 // list of that shape (a division each), then only the terms.
-                if self.rank_shape != (n, counted) {
-                    self.rank_values.clear();
-                    self.rank_values.extend((0..n).map(value));
-                    self.rank_shape = (n, counted);
+                if out.rank_shape != (n, counted) {
+                    out.rank.clear();
+                    out.rank.extend((0..n).map(value));
+                    out.rank_shape = (n, counted);
                 }
                 out.terms
-                    .extend(self.rank_values.iter().map(|&v| term(method, w, v)));
+                    .extend(out.rank.iter().map(|&v| term(method, w, v)));
             } else {
                 // One loop per norm and kind of term (each simple enough to vectorise); the
                 // values are `norm.apply(s * x)` and `term(method, w, v)`.

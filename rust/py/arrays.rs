@@ -164,8 +164,8 @@ impl IdArray<'_> {
 
 /// A copy of `ids`, in a buffer kept from an earlier call or else marked for huge pages (see
 /// `crate::memory`): fresh memory costs a page fault per 4 KiB page otherwise, a sizeable part
-/// of the copy. Signals are
-/// checked between pieces of it (a huge array takes a while to copy, with the GIL held).
+/// of the copy. Signals are checked between pieces of it (a huge array takes a while to copy,
+/// with the GIL held).
 fn copy_ids(py: Python<'_>, ids: &[i64]) -> PyResult<Buffer<i64>> {
     const PIECE: usize = 1 << 20;
     let mut copy = Buffer::with_capacity(ids.len());
