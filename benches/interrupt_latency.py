@@ -155,6 +155,13 @@ def child(workload: str, folder: str) -> None:
     print("again", same, time.monotonic() - start, flush=True)
 
 
+def default_sigint() -> None:
+    """In a child before it runs Python: SIGINT's default disposition (a process started in the
+    background by a shell without job control ignores SIGINT, and so would its children; see
+    tests/test_interrupt.py)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def measure(workload: str, rounds: int, folder: str) -> dict:
     """Latencies of `rounds` signals into `workload` (see the module's doc)."""
     proc = subprocess.Popen(
@@ -162,6 +169,7 @@ def measure(workload: str, rounds: int, folder: str) -> dict:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     full = float(proc.stdout.readline().split()[1])
     latencies, finished = [], 0
@@ -200,7 +208,9 @@ def measure_cli(rounds: int, folder: str) -> dict:
     os.unlink(out)
     latencies, finished = [], 0
     for _ in range(rounds):
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint
+        )
         time.sleep(startup + random.uniform(0.05, 0.6) * (full - startup))
         sent = time.monotonic()
         os.kill(proc.pid, signal.SIGINT)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -177,6 +178,13 @@ KEPT_CALLS = textwrap.dedent(
     import numpy as np
     import rankfusion as rf
 
+    def fill_the_shelf():
+        # Calls whose buffers (other ids, other scores) are kept for the calls below to reuse.
+        rng = np.random.default_rng(1)
+        ids = [rng.integers(0, 10**9, size=(700, 160)) for _ in range(3)]
+        rf.fuse_batch(ids, [rng.random((700, 160)) for _ in ids], method="sum", threads=2)
+        rf.rrf_batch(ids, threads=1)
+
     def calls():
         # Large enough that the input copies and the chunk buffers (64 KiB or more) are kept
         # between calls; sizes that shrink and grow, so kept buffers are reused partly filled.
@@ -194,6 +202,8 @@ KEPT_CALLS = textwrap.dedent(
                 out += [r.ids, r.scores, r.counts]
         return out
 
+    if sys.argv[2] == "fill":
+        fill_the_shelf()
     np.savez(sys.argv[1], *calls())
     """
 )
@@ -206,19 +216,12 @@ def test_kept_buffers_carry_nothing_from_one_call_to_the_next(tmp_path):
     script = tmp_path / "kept.py"
     script.write_text(KEPT_CALLS)
     results = {}
-    for keep in ("0", "256"):
+    for keep, first in (("0", "-"), ("256", "fill")):
         path = tmp_path / f"kept_{keep}.npz"
-        env = {**__import__("os").environ, "RANKFUSION_KEEP_MB": keep}
-        prelude = "import runpy, sys, numpy as np, rankfusion as rf\n"
-        if keep != "0":  # fill the shelf with other data first
-            prelude += (
-                "rng = np.random.default_rng(1)\n"
-                "ids = [rng.integers(0, 10**9, size=(700, 160)) for _ in range(3)]\n"
-                "rf.fuse_batch(ids, [rng.random((700, 160)) for _ in ids], method='sum', threads=2)\n"
-                "rf.rrf_batch(ids, threads=1)\n"
-            )
-        code = prelude + f"sys.argv = ['kept', {str(path)!r}]\nrunpy.run_path({str(script)!r})\n"
-        subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+        env = {**os.environ, "RANKFUSION_KEEP_MB": keep}
+        subprocess.run(
+            [sys.executable, str(script), str(path), first], env=env, check=True, timeout=120
+        )
         with np.load(path) as data:
             results[keep] = [data[k] for k in data.files]
     assert len(results["0"]) == len(results["256"]) == 48
