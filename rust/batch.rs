@@ -782,6 +782,28 @@ mod tests {
     }
 
     #[test]
+    fn every_group_of_scores_an_ulp_apart_is_ordered_by_the_full_score() {
+        // k = 0, one key per list: the scores are the weights. Two groups of scores equal but
+        // for their last bits, each out of id order at a different place (the second only at
+        // its end, so its group reaches back), between scores that are not close.
+        let up = |x: f64| f64::from_bits(x.to_bits() + 1);
+        let weights = vec![1.0, up(1.0), 1.0, 2.0, 2.0, up(2.0), 3.0];
+        let keys: Vec<[i64; 1]> = (1..=7).map(|k| [k]).collect();
+        let mats: Vec<IdMatrix> = keys
+            .iter()
+            .map(|k| IdMatrix::new(k, 1, 1).unwrap())
+            .collect();
+        let p = Params {
+            k: 0.0,
+            weights: Some(weights),
+            ..Params::default()
+        };
+        let out = batch(&mats, &p, false, 1).unwrap();
+        assert_eq!(out.ids, vec![7, 6, 4, 5, 2, 1, 3]);
+        assert_eq!(out.scores, vec![3.0, up(2.0), 2.0, 2.0, up(1.0), 1.0, 1.0]);
+    }
+
+    #[test]
     fn interior_pads_do_not_shift_ranks() {
         // Row 0: list 0 = [7, pad, 8]; list 1 = [8]. 8 has ranks 3 and 1.
         let a = [7, -1, 8];

@@ -126,6 +126,8 @@ pub struct Workspace {
     /// Sort keys: score bits << 64 | key id.
     order: Vec<u128>,
     packed: Vec<u64>,
+    /// `rank_all`: the full sort bits of each key of `packed`, in its order.
+    fulls: Vec<u64>,
     page: Vec<u32>,
     /// Dense layout: per key `stride` slots for its contributions and their (list, position).
     dense: bool,
@@ -1037,6 +1039,7 @@ impl Workspace {
         self.page.clear();
         let mut order = std::mem::take(&mut self.order);
         let mut packed = std::mem::take(&mut self.packed);
+        let mut fulls = std::mem::take(&mut self.fulls);
         packed.clear();
         let by = self.order_values();
         for (id, (&s, &b)) in self.scores.iter().zip(by).enumerate() {
@@ -1048,41 +1051,45 @@ impl Workspace {
         let sorted = cancel::sort_unstable_by_key(&mut packed, &|&x| x, cancel);
         // Usually the order by the high bits is already the order by the full scores (exact
         // ties are in id order by construction): one check of every neighbouring pair, with no
-        // branch to mispredict (each key's full sort bits computed once), and the groups below
-        // are only walked when it fails.
-        let full = |x: u64| descending_bits(by[(x & low) as usize]);
-        let mut ordered = true;
-        let mut previous = packed.first().map_or(0, |&x| full(x));
-        for &x in packed.iter().skip(1) {
-            let next = full(x);
-            ordered &= previous <= next;
-            previous = next;
-        }
+        // branch to mispredict (each key's full sort bits computed once, and kept).
+        fulls.clear();
+        fulls.extend(
+            packed
+                .iter()
+                .map(|&x| descending_bits(by[(x & low) as usize])),
+        );
+        let ordered = fulls.windows(2).fold(true, |o, w| o & (w[0] <= w[1]));
         let mut sorted = sorted;
         if !ordered && sorted.is_ok() {
-            let mut start = 0;
-            while start < packed.len() && sorted.is_ok() {
-                let head = packed[start] & !low;
-                let mut end = start + 1;
+            // Scores that differ only in the replaced low bits (common when sums of a few
+            // values are equal but for their rounding, as with the rank norm): each group of
+            // equal high bits holding a pair out of order is sorted by the full score, then id.
+            let mut i = 1;
+            while i < packed.len() && sorted.is_ok() {
+                if fulls[i - 1] <= fulls[i] {
+                    i += 1;
+                    continue;
+                }
+                let head = packed[i] & !low;
+                let mut start = i - 1;
+                while start > 0 && packed[start - 1] & !low == head {
+                    start -= 1;
+                }
+                let mut end = i + 1;
                 while end < packed.len() && packed[end] & !low == head {
                     end += 1;
                 }
-                let first = full(packed[start]);
-                if end - start > 1 && packed[start + 1..end].iter().any(|&x| full(x) != first) {
-                    // Scores that differ only in the replaced low bits: sort by the full score.
-                    order.clear();
-                    order.extend(
-                        packed[start..end]
-                            .iter()
-                            .map(|&x| (full(x) as u128) << 64 | (x & low) as u128),
-                    );
-                    sorted = cancel::sort_unstable_by_key(&mut order, &|&e| e, cancel);
-                    for (slot, &e) in packed[start..end].iter_mut().zip(&order) {
-                        *slot = e as u64; // the id
-                    }
+                order.clear();
+                order.extend(
+                    (start..end).map(|j| (fulls[j] as u128) << 64 | (packed[j] & low) as u128),
+                );
+                sorted = cancel::sort_unstable_by_key(&mut order, &|&e| e, cancel);
+                for (j, &e) in (start..end).zip(&order) {
+                    packed[j] = head | (e as u64 & low);
+                    fulls[j] = (e >> 64) as u64;
                 }
-                // Otherwise one key, or keys of the very same score: already in id order.
-                start = end;
+                // The next group starts at `end` (higher bits: ordered after this one).
+                i = end + 1;
             }
         }
         if sorted.is_ok() {
@@ -1091,6 +1098,7 @@ impl Workspace {
         }
         self.order = order;
         self.packed = packed;
+        self.fulls = fulls;
         sorted
     }
 
