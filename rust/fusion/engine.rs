@@ -296,6 +296,7 @@ impl Workspace {
             scores,
             |list| keys.len(list),
             |list, position| keys.is_hole(list, position),
+            |list, n| keys.holes(list, n),
             &mut pre,
             cancel,
         );
@@ -349,7 +350,7 @@ impl Workspace {
         }
         for &list in &self.read {
             let n = plan.read_len(list, keys.len(list));
-            self.n_read[list] = (0..n).filter(|&p| !keys.is_hole(list, p)).count() as u32;
+            self.n_read[list] = n as u32 - keys.holes(list, n);
         }
     }
 

@@ -45,6 +45,10 @@ pub trait KeySource {
     ) -> Result<Option<Found>, Self::Error>;
     /// Whether the item at (`list`, `position`) is a hole (a pad), not a key.
     fn is_hole(&self, list: usize, position: usize) -> bool;
+    /// How many of the first `n` items of list `list` are holes.
+    fn holes(&self, list: usize, n: usize) -> u32 {
+        (0..n).filter(|&p| self.is_hole(list, p)).count() as u32
+    }
     /// The seen-lists bits (8 of them) of the key whose [`Found::at`] is `at`.
     fn seen(&self, at: usize) -> u32;
     fn set_seen(&mut self, at: usize, seen: u32);
@@ -186,6 +190,18 @@ impl KeySource for Rows<'_> {
 
     fn is_hole(&self, list: usize, position: usize) -> bool {
         self.pad == Some(self.rows[list][position])
+    }
+
+    /// One pass over the row's slice (vectorised), not a call per item.
+    fn holes(&self, list: usize, n: usize) -> u32 {
+        match self.pad {
+            Some(pad) => self.rows[list]
+                .iter()
+                .take(n)
+                .filter(|&&k| k == pad)
+                .count() as u32,
+            None => 0,
+        }
     }
 
     #[inline]

@@ -801,6 +801,16 @@ fn is_order_stat(method: Method) -> bool {
     matches!(method, Method::Max | Method::Min | Method::Med)
 }
 
+/// Whether a key's score in [`Scored::score_terms`] is the canonical sum of its terms itself,
+/// not scaled, divided or picked from them.
+fn plain_sum(method: Method) -> bool {
+    sums_terms(method)
+        && !matches!(
+            method,
+            Method::Mnz | Method::Anz | Method::Gmnz | Method::Mixed | Method::Wmnz
+        )
+}
+
 /// Whether [`Scored::score_terms`] reads how many lists hold each key.
 pub fn terms_need_count(method: Method) -> bool {
     needs_present(method) || is_order_stat(method)
@@ -815,7 +825,8 @@ impl Scored {
     /// the scan adds terms as it adds RRF's. Right when the scan then skips no repeat (the
     /// caller checks: `skipped == holes`); the same values, bit for bit, as
     /// [`Scored::score_dense`] computes after the scan, which sees the same items in the same
-    /// order. `len(list)` is a list's length, holes included.
+    /// order. `len(list)` is a list's length, holes included; `holes(list, n)` how many of its first
+    /// `n` items are holes.
     ///
     /// False (nothing decided: the caller takes the general path, which reports whatever is
     /// wrong in its own order) for anything else: another method or norm, a list without
@@ -829,6 +840,7 @@ impl Scored {
         scores: Scores<'_>,
         len: impl Fn(usize) -> usize,
         is_hole: impl Fn(usize, usize) -> bool,
+        holes: impl Fn(usize, usize) -> u32,
         out: &mut PreTerms,
         cancel: &Cancel<'_>,
     ) -> bool {
@@ -886,7 +898,7 @@ impl Scored {
                 _ => return false,
             };
             if deferred {
-                let holes = (0..n).filter(|&p| is_hole(list, p)).count() as u32;
+                let holes = holes(list, n);
                 out.starts[slot] = out.terms.len();
                 out.terms.extend((0..n).map(|p| p as f64));
                 out.holes[slot] = holes;
@@ -894,7 +906,7 @@ impl Scored {
                 continue;
             }
             let s = sign(plan, list);
-            let holes = (0..n).map(|p| u32::from(is_hole(list, p))).sum::<u32>();
+            let holes = holes(list, n);
             let counted = n as u32 - holes;
             let norm = if plan.norm == Norm::None || by_rank || counted == 0 {
                 ListNorm::Identity
@@ -1036,6 +1048,31 @@ impl Scored {
             canonical_sum(&mut ws[..n])
         };
         out.reserve(n_keys);
+        if stride == 2 && sums_terms(method) {
+            // Two slots a key: `0.0 + a + b` has the bits of the canonical sum whichever of the
+            // two comes first (addition commutes, and `0.0 +` only turns -0.0 into 0.0), so no
+            // pair is sorted. A plain sum is then a pass that vectorises; the others scale it
+            // as the loop below does.
+            let base = out.len();
+            let plain = plain_sum(method);
+            for (b, block) in values[..n_keys * 2].chunks(POLL_KEYS * 2).enumerate() {
+                cancel.check()?;
+                let sums = block.chunks_exact(2).map(|v| 0.0 + v[0] + v[1]);
+                if plain {
+                    out.extend(sums);
+                } else {
+                    out.extend(sums.enumerate().map(|(i, total)| {
+                        let key = b * POLL_KEYS + i;
+                        let n = ones(seen(key));
+                        scale_by(method, total, factors[n], || weights_of(seen(key))).0
+                    }));
+                }
+            }
+            if let Some(key) = out[base..].iter().position(|s| !s.is_finite()) {
+                return Err(fused_not_finite(first(key), out[base + key]));
+            }
+            return Ok(());
+        }
         for key in 0..n_keys {
             if key % POLL_KEYS == 0 {
                 cancel.check()?;
