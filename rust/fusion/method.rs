@@ -1048,25 +1048,13 @@ impl Scored {
             canonical_sum(&mut ws[..n])
         };
         out.reserve(n_keys);
-        if stride == 2 && sums_terms(method) {
-            // Two slots a key: `0.0 + a + b` has the bits of the canonical sum whichever of the
-            // two comes first (addition commutes, and `0.0 +` only turns -0.0 into 0.0), so no
-            // pair is sorted. A plain sum is then a pass that vectorises; the others scale it
-            // as the loop below does.
+        if stride == 2 && plain_sum(method) {
+            // Two slots a key and a plain sum: `0.0 + a + b` is the canonical sum (see
+            // `canonical_sum`), in a pass that vectorises.
             let base = out.len();
-            let plain = plain_sum(method);
-            for (b, block) in values[..n_keys * 2].chunks(POLL_KEYS * 2).enumerate() {
+            for block in values[..n_keys * 2].chunks(POLL_KEYS * 2) {
                 cancel.check()?;
-                let sums = block.chunks_exact(2).map(|v| 0.0 + v[0] + v[1]);
-                if plain {
-                    out.extend(sums);
-                } else {
-                    out.extend(sums.enumerate().map(|(i, total)| {
-                        let key = b * POLL_KEYS + i;
-                        let n = ones(seen(key));
-                        scale_by(method, total, factors[n], || weights_of(seen(key))).0
-                    }));
-                }
+                out.extend(block.chunks_exact(2).map(|v| 0.0 + v[0] + v[1]));
             }
             if let Some(key) = out[base..].iter().position(|s| !s.is_finite()) {
                 return Err(fused_not_finite(first(key), out[base + key]));

@@ -40,11 +40,9 @@ pub fn canonical_sum(values: &mut [f64]) -> f64 {
     match values.len() {
         0 => 0.0,
         1 => 0.0 + values[0],
-        2 => {
-            let (a, b) = (values[0], values[1]);
-            let (lo, hi) = if b < a { (b, a) } else { (a, b) };
-            0.0 + lo + hi
-        }
+        // Two values need no ordering: 0.0 + a is a (or +0.0 for -0.0), and one addition is
+        // commutative, so (0.0 + a) + b and (0.0 + b) + a have the same bits.
+        2 => 0.0 + values[0] + values[1],
         3 => sorted_sum([values[0], values[1], values[2]], NETWORK_3),
         4 => sorted_sum([values[0], values[1], values[2], values[3]], NETWORK_4),
         5 => sorted_sum(
