@@ -3,6 +3,11 @@
 //! output arrays), with the output buffers allocated once and reused, so that what is timed is
 //! the loop itself, not Python, the input copy or fresh memory.
 //!
+//! Beside it, `minimal`: RRF on the same rows written as plainly and tightly as one can by hand
+//! (one thread, an open-addressing table with a seen-lists byte, two slots a key, the keys
+//! sorted by (score, first appearance), the rows written padded), checked to give the engine's
+//! ids and scores bit for bit: the floor the engine's loop is measured against.
+//!
 //! `benches/batch_table.py` runs this with RANKFUSION_BENCH_DATA=<dir> holding the very arrays it
 //! times from Python (`<name>.shape`: "Q L N"; `<name>_<i>.i64`: little-endian int64), so that the
 //! ratio compares like with like; without it, the same kind of data is generated here.
@@ -34,7 +39,7 @@ fn generated(q: usize, l: usize, n: usize, seed: u64) -> Vec<Vec<i64>> {
                     let j = i + (next() as usize) % (universe - i);
                     u.swap(i, j);
                     let id = (row as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u[i];
-                    out.push((id >> 2) as i64);
+                    out.push((id & (u64::MAX >> 2)) as i64); // distinct, non-negative
                 }
             }
             out
@@ -63,6 +68,93 @@ fn load(name: &str, q: usize, l: usize, n: usize) -> (usize, usize, Vec<usize>, 
         return (q, l, cols, data);
     }
     (q, l, vec![n; l], generated(q, l, n, 42))
+}
+
+/// RRF (k = 60, unweighted, duplicates "first", pad -1) of every row of `data` (L lists of
+/// `q` rows, list i `cols[i]` wide) into `ids`/`scores` (`q` rows of `w`, padded with -1 and
+/// NaN), by hand, on one thread; at most 8 lists.
+fn minimal(data: &[Vec<i64>], q: usize, cols: &[usize], w: usize, out: &mut Minimal) {
+    let l = data.len();
+    let most: usize = cols.iter().sum();
+    let cap = (most.max(8) * 3 / 2).next_power_of_two();
+    let mask = cap - 1;
+    out.table.resize(cap, (0, 0, 0));
+    out.values.resize(most * l, 0.0);
+    out.keys.resize(most, 0);
+    out.counts.resize(most, 0);
+    let depth = cols.iter().copied().max().unwrap_or(0);
+    let contribution: Vec<f64> = (0..depth)
+        .map(|p| 1.0 / (60.0 + (p as f64 + 1.0)))
+        .collect();
+    for row in 0..q {
+        out.generation = out.generation.wrapping_add(1);
+        let generation = out.generation;
+        let mut n = 0usize;
+        for p in 0..depth {
+            for (list, d) in data.iter().enumerate() {
+                if p >= cols[list] {
+                    continue;
+                }
+                let key = d[row * cols[list] + p];
+                if key == -1 {
+                    continue;
+                }
+                let m = (key as u64 ^ 0x5EED) as u128 * 0x9E37_79B9_7F4A_7C15_u128;
+                let mut i = ((m as u64) ^ ((m >> 64) as u64)) as usize & mask;
+                loop {
+                    let (k, id, tag) = out.table[i];
+                    if tag >> 8 != generation {
+                        out.table[i] = (key, n as u32, generation << 8 | 1 << list);
+                        out.keys[n] = key;
+                        out.values[n * l] = contribution[p];
+                        out.counts[n] = 1;
+                        n += 1;
+                        break;
+                    }
+                    if k == key {
+                        if tag & 1 << list == 0 {
+                            out.table[i].2 = tag | 1 << list;
+                            let c = &mut out.counts[id as usize];
+                            out.values[id as usize * l + *c as usize] = contribution[p];
+                            *c += 1;
+                        }
+                        break;
+                    }
+                    i = (i + 1) & mask;
+                }
+            }
+        }
+        out.order.clear();
+        for id in 0..n {
+            let v = &mut out.values[id * l..id * l + out.counts[id] as usize];
+            v.sort_unstable_by(f64::total_cmp);
+            let score = v.iter().fold(0.0, |a, &x| a + x);
+            out.order.push((u64::MAX - score.to_bits(), id as u32));
+        }
+        out.order.sort_unstable();
+        let (ids, scores) = (
+            &mut out.ids[row * w..][..w],
+            &mut out.scores[row * w..][..w],
+        );
+        for (j, &(bits, id)) in out.order.iter().enumerate() {
+            ids[j] = out.keys[id as usize];
+            scores[j] = f64::from_bits(u64::MAX - bits);
+        }
+        ids[n..].fill(-1);
+        scores[n..].fill(f64::NAN);
+    }
+}
+
+#[derive(Default)]
+struct Minimal {
+    table: Vec<(i64, u32, u32)>,
+    generation: u32,
+    values: Vec<f64>,
+    keys: Vec<i64>,
+    counts: Vec<u8>,
+    order: Vec<(u64, u32)>,
+    ids: Vec<i64>,
+    scores: Vec<f64>,
 }
 
 fn bench(c: &mut Criterion) {
@@ -109,6 +201,35 @@ fn bench(c: &mut Criterion) {
                         .expect("written");
                 })
             });
+            if threads == 1 {
+                // The hand-written floor, checked against the engine's output first.
+                let mut m = Minimal {
+                    ids: vec![0; q * w],
+                    scores: vec![0.0; q * w],
+                    ..Minimal::default()
+                };
+                minimal(&data, q, &cols, w, &mut m);
+                if let Some(j) = (0..q * w)
+                    .find(|&j| m.ids[j] != ids[j] || m.scores[j].to_bits() != scores[j].to_bits())
+                {
+                    panic!(
+                        "minimal != engine at {j} (w {w}): {:?} vs {:?}",
+                        (
+                            &m.ids[j.saturating_sub(2)..j + 2],
+                            &m.scores[j.saturating_sub(2)..j + 2]
+                        ),
+                        (
+                            &ids[j.saturating_sub(2)..j + 2],
+                            &scores[j.saturating_sub(2)..j + 2]
+                        )
+                    );
+                }
+                group.bench_with_input(
+                    BenchmarkId::new(format!("{name}-minimal"), 1),
+                    &1,
+                    |b, _| b.iter(|| minimal(&data, q, &cols, w, &mut m)),
+                );
+            }
             if cpus == 1 {
                 break;
             }
