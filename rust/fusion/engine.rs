@@ -714,11 +714,9 @@ impl Workspace {
                     cancel.check()?;
                     let start = block.start;
                     let values = &self.slot_values[2 * start..2 * block.end];
-                    self.scores.extend(values.chunks_exact(2).map(|pair| {
-                        let (a, b) = (pair[0], pair[1]);
-                        let (lo, hi) = if b < a { (b, a) } else { (a, b) };
-                        0.0 + lo + hi
-                    }));
+                    // (The canonical sum of two values: see `canonical_sum`.)
+                    self.scores
+                        .extend(values.chunks_exact(2).map(|pair| 0.0 + pair[0] + pair[1]));
                     let block_scores = &self.scores[start..];
                     if let Some(i) = block_scores.iter().position(|s| !s.is_finite()) {
                         let score = block_scores[i];
