@@ -8,6 +8,7 @@
 mod args;
 mod arrays;
 mod batch;
+mod compare;
 mod errors;
 mod gc;
 mod hybrid;
@@ -45,5 +46,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         PyTuple::new(m.py(), crate::fusion::Method::NAMES)?,
     )?;
     m.add("_NORMS", PyTuple::new(m.py(), crate::fusion::Norm::NAMES)?)?;
+    compare::register(m)?;
     trec::register(m)
 }
