@@ -31,6 +31,7 @@ from ._core import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import reference
+    from ._compare import ComparedPair, Comparison, compare, compare_per_query
     from ._optimize import FoldResult, OptimizeResult, fold_of, optimize
     from ._version import __version__ as __version__
     from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
@@ -50,11 +51,17 @@ _LAZY = {
     "OptimizeResult": ("._optimize", "OptimizeResult"),
     "FoldResult": ("._optimize", "FoldResult"),
     "fold_of": ("._optimize", "fold_of"),
+    "compare": ("._compare", "compare"),
+    "compare_per_query": ("._compare", "compare_per_query"),
+    "Comparison": ("._compare", "Comparison"),
+    "ComparedPair": ("._compare", "ComparedPair"),
     "__version__": ("._version", "__version__"),
 }
 
 __all__ = [
     "BatchResult",
+    "ComparedPair",
+    "Comparison",
     "Contribution",
     "Document",
     "FoldResult",
@@ -67,6 +74,8 @@ __all__ = [
     "RevalidatedBatch",
     "SQLiteStore",
     "VectorIndex",
+    "compare",
+    "compare_per_query",
     "fuse",
     "fold_of",
     "fuse_batch",
