@@ -550,7 +550,10 @@ def _run_names(runs: Sequence[Any], names: Any) -> List[str]:
         for i, r in enumerate(runs)
     ]
     if len(set(out)) != len(out):  # same file names in different folders: the paths as given
-        out = [os.fspath(r) if isinstance(r, (str, os.PathLike)) else out[i] for i, r in enumerate(runs)]
+        out = [
+            os.fspath(r) if isinstance(r, (str, os.PathLike)) else out[i]
+            for i, r in enumerate(runs)
+        ]
     if len(set(out)) != len(out):
         raise ValueError(f"two runs have the same name {out}: give names=")
     return out

@@ -116,8 +116,8 @@ def text(cmp: "Comparison") -> str:
         + f"\n(superscripts: the runs this one is significantly better than, corrected p <= "
         f"{cmp.alpha:g})\n\n"
         + _columns(_pair_rows(cmp), [False, False, False, True, True, True, True, False, True])
-        + f"\n(* significant; d: paired Cohen's d; Δ = system - baseline; W/T/L: queries the "
-        f"system wins, ties, loses)\n"
+        + "\n(* significant; d: paired Cohen's d; Δ = system - baseline; W/T/L: queries the "
+        "system wins, ties, loses)\n"
     )
 
 
@@ -388,7 +388,7 @@ def html_page(cmp: "Comparison", images: Dict[int, str]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<link rel="icon" href="data:,"><title>{_e(title)}</title>'
         f"<style>{_STYLE}</style></head><body>"
-        f"<h1>{_e(title)}</h1><p class=\"settings\">{_e(describe(cmp))}</p>"
+        f'<h1>{_e(title)}</h1><p class="settings">{_e(describe(cmp))}</p>'
         f"<h2>Means</h2>{_means_table(cmp)}"
         f'<p class="note">Superscripts: the runs a run is significantly better than '
         f"(corrected p &le; {cmp.alpha:g}).</p>"

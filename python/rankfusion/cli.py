@@ -339,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_optimize_options(optimize)
     optimize.set_defaults(handler=_optimize_command)
+    _add_compare_command(commands, fuse)
     return parser
 
 
@@ -768,6 +769,8 @@ def _fuse_command(args: argparse.Namespace) -> int:
     measures: List[Any] = []
     if args.metrics is not None and not args.qrels:
         raise UsageError("--metrics needs --qrels")
+    if args.compare and not args.qrels:
+        raise UsageError("--compare needs --qrels")
     if args.qrels:
         try:
             measures = trec.parse_metrics(args.metrics or "ndcg@10,recall@100")
@@ -795,6 +798,8 @@ def _fuse_command(args: argparse.Namespace) -> int:
         rows = [(path, trec.evaluate(run, qrels, measures)) for path, run in zip(args.runs, runs)]
         rows.append((f"fused ({_method_label(args)})", trec.evaluate(fused, qrels, measures)))
         table = _metric_table(rows, names)
+        if args.compare:
+            table += "\n" + _fused_comparison(args, runs, fused, qrels, measures)
 
     pending = []
     try:
@@ -1223,6 +1228,200 @@ def _write_table(result: Any, out: TextIO) -> None:
 
 
 # --- entry point ------------------------------------------------------------------------------
+
+# --- compare ----------------------------------------------------------------------------------
+
+COMPARE_EXAMPLES = """\
+examples:
+  # every pair of runs on nDCG@10: randomization test (100,000 sign vectors), Holm's correction
+  rankfusion compare bm25.run.gz minilm.run.gz fused.run --qrels qrels.txt
+
+  # each run against a baseline on three metrics, with a report to open in a browser
+  rankfusion compare bm25.run.gz minilm.run.gz fused.run --qrels qrels.txt \\
+      --metrics ndcg@10,map,recall@100 --baseline bm25.run.gz --report report.html
+
+  # the paired t-test, Benjamini-Hochberg, the numbers as JSON and a LaTeX table
+  rankfusion compare a.run b.run c.run --qrels qrels.txt --test t --correction bh \\
+      --json comparison.json --latex table.tex
+"""
+
+
+def _add_compare_command(commands: Any, fuse: argparse.ArgumentParser) -> None:
+    """The ``compare`` command, and ``fuse --compare``."""
+    from ._compare import CORRECTIONS, TESTS
+
+    fuse.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --qrels: test the fused run against each input run (as 'rankfusion "
+        "compare' does by default: randomization test, 100,000 sign vectors, Holm's "
+        "correction) and add the table",
+    )
+    parser = commands.add_parser(
+        "compare",
+        help="compare runs with paired significance tests (report, JSON, LaTeX)",
+        description="Evaluate runs per query with ir-measures and test every pair of them (or "
+        "each against --baseline) with a paired test: the randomization test (default), the "
+        "paired t-test or the paired bootstrap; correct the p-values over all the tests; "
+        "report each pair's mean difference, p-value, corrected p-value, effect size "
+        "(paired Cohen's d), interval and wins/ties/losses. Needs the 'eval' extra "
+        "(ir-measures); --report needs the 'report' extra (matplotlib). See docs/compare.md.",
+        epilog=COMPARE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run files (TREC, or Parquet)")
+    parser.add_argument("--qrels", required=True, metavar="QRELS", help="relevance judgments")
+    parser.add_argument(
+        "--metrics",
+        default="ndcg@10",
+        metavar="M1,M2,...",
+        help="ir-measures or trec_eval names (default %(default)s)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="test each run against this one (a RUN as given, its file name, or its 1-based "
+        "position); default: every pair of runs",
+    )
+    parser.add_argument(
+        "--test", choices=TESTS, default="randomization", help="default %(default)s"
+    )
+    parser.add_argument(
+        "--permutations",
+        type=_int_at_least(1),
+        default=100_000,
+        metavar="N",
+        help="random sign vectors (randomization) or resamples (bootstrap); default 100000",
+    )
+    parser.add_argument("--seed", type=_int_at_least(0), default=0, help="default %(default)s")
+    parser.add_argument(
+        "--correction", choices=CORRECTIONS, default="holm", help="default %(default)s"
+    )
+    parser.add_argument(
+        "--alpha", type=_number, default=0.05, metavar="A", help="default %(default)s"
+    )
+    parser.add_argument(
+        "--confidence",
+        type=_number,
+        default=0.95,
+        metavar="C",
+        help="of the interval of each mean difference (default %(default)s)",
+    )
+    parser.add_argument("--report", metavar="HTML", help="write the HTML report")
+    parser.add_argument("--json", metavar="JSON", help="write the comparison as JSON")
+    parser.add_argument("--latex", metavar="TEX", help="write the tables in LaTeX")
+    parser.add_argument(
+        "--threads", type=_int_at_least(1), metavar="N", help="threads of the tests"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_compare_command)
+
+
+def _baseline_of(text: Optional[str], paths: Sequence[str], names: Sequence[str]) -> Any:
+    """--baseline as an index into the runs: a path as given, a name, or a 1-based position."""
+    if text is None:
+        return None
+    for candidates in (list(paths), list(names)):
+        if text in candidates:
+            return candidates.index(text)
+    if text.isdigit() and 1 <= int(text) <= len(paths):
+        return int(text) - 1
+    raise UsageError(f"--baseline {text!r} is none of the runs: {', '.join(paths)}")
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    from . import _compare
+
+    if len(args.runs) < 2:
+        raise UsageError("compare needs at least 2 runs")
+    _check_inputs([*args.runs, args.qrels])
+    outputs = [("--report", args.report), ("--json", args.json), ("--latex", args.latex)]
+    for option, path in outputs:
+        _check_output(path, option)
+        if path == "-":
+            raise UsageError(f"{option} needs a file name")
+    given = [os.path.realpath(p) for _, p in outputs if p]
+    if len(set(given)) != len(given):
+        raise UsageError("--report, --json and --latex must name different files")
+    _check_stdout()
+    try:
+        measures = trec.parse_metrics(args.metrics)
+    except ImportError as e:
+        raise UsageError(f"compare needs ir-measures: {e}") from None
+    except ValueError as e:
+        raise UsageError(f"--metrics: {e}") from None
+    if args.report:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                "--report needs matplotlib: pip install 'rankfusion[report]'"
+            ) from None
+    names = _compare._run_names(args.runs, None)
+    try:
+        _compare._settings(
+            args.test, args.permutations, args.seed, args.correction, args.alpha, args.confidence
+        )
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    comparison = _compare.compare(
+        args.runs,
+        args.qrels,
+        metrics=metrics if len(metrics) == len(measures) else measures,
+        names=names,
+        baseline=_baseline_of(args.baseline, args.runs, names),
+        test=args.test,
+        permutations=args.permutations,
+        seed=args.seed,
+        correction=args.correction,
+        alpha=args.alpha,
+        confidence=args.confidence,
+        progress=_progress(args),
+        threads=args.threads,
+    )
+    renderings = {
+        args.report: comparison.to_html,
+        args.json: comparison.to_json,
+        args.latex: comparison.to_latex,
+    }
+    texts = [(path, renderings[path]()) for _, path in outputs if path]
+    pending = []
+    try:
+        for path, text in texts:
+            out = trec._AtomicFile(path, compress=False)
+            pending.append(out)
+            out.file.write(text)
+        for out in pending:
+            out.commit()
+    except BaseException:
+        for out in pending:
+            out.discard()
+        raise
+    _write_stdout(comparison.table())
+    return 0
+
+
+def _fused_comparison(
+    args: argparse.Namespace, runs: List[Any], fused: Any, qrels: Any, measures: List[Any]
+) -> str:
+    """``fuse --qrels --compare``: the fused run tested against each input run."""
+    from . import _compare
+
+    fused_name = f"fused ({_method_label(args)})"
+    names = _compare._run_names(args.runs, None)
+    comparison = _compare.compare(
+        [*runs, trec.to_dict(fused)],
+        qrels,
+        metrics=measures,
+        names=[*names, fused_name],
+        pairs=[(len(runs), i) for i in range(len(runs))],
+        progress=_progress(args),
+    )
+    return comparison.table()
+
+
+# --- main -------------------------------------------------------------------------------------
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
