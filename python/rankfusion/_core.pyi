@@ -469,3 +469,41 @@ class _Trace:
         order, same bits), each cut at ``cutoff`` (its hits whose score as a C float is at least
         its cutoff-th's) when given. ValueError ``"settings[s]: ..."`` for the first setting
         that ``fuse`` refuses or that cannot be scored from a trace."""
+
+# Private helpers of rankfusion.compare (not part of the API; rust/py/compare.rs).
+_TESTS: tuple[str, ...]  # the paired tests' names
+_CORRECTIONS: tuple[str, ...]  # the corrections' names
+_MAX_PERMUTATIONS: int
+
+def _paired_tests(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    streams: npt.NDArray[np.uint64],
+    *,
+    test: str,
+    permutations: int,
+    seed: int,
+    confidence: float,
+    threads: Optional[int] = None,
+) -> tuple[npt.NDArray[Any], ...]:
+    """``(delta, p, effect_size, low, high, wins, ties, losses)``: the paired test of row t of
+    ``x`` against row t of ``y``, drawing from stream ``streams[t]`` (NaN where undefined)."""
+
+def _correct(p: npt.NDArray[np.float64], method: str) -> npt.NDArray[np.float64]:
+    """The family ``p`` corrected by ``method``."""
+
+def _row_means(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row's values added left to right from 0.0, over their number."""
+
+def _exact(n: int, permutations: int) -> bool:
+    """Whether the randomization test of n queries enumerates every sign vector."""
+
+__all__ += [
+    "_CORRECTIONS",
+    "_MAX_PERMUTATIONS",
+    "_TESTS",
+    "_correct",
+    "_exact",
+    "_paired_tests",
+    "_row_means",
+]

@@ -1,0 +1,169 @@
+"""Differential test: ``rankfusion.compare_per_query`` (its tests in the Rust core, rust/stats/)
+against ``rankfusion.reference.compare_per_query`` (plain Python), with Hypothesis.
+
+Every field of every tested pair must be the same: run names and metric, and every float --
+delta, p, corrected p, effect size, both ends of the interval -- with the same bits; the same
+booleans and counts; or both must raise, the core an instance of the reference's exception type.
+The per-query values are random vectors of n = 1 to 60 queries for 1 to 6 runs (one run is an
+error in both), drawn to hold ties (values shared between runs), zeros and exact differences;
+every test, correction and baseline mode; few permutations (the reference adds each sign
+vector's sum in Python), enough for both the exact enumeration (2**n <= permutations) and the
+sampled test, with any 64-bit seed.
+
+``RANKFUSION_MAX_EXAMPLES`` sets the number of examples (default 300).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+import rankfusion
+from rankfusion import reference
+
+EXAMPLES = settings(
+    max_examples=int(os.environ.get("RANKFUSION_MAX_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def outcome(fn, *args, **kwargs):
+    try:
+        return "ok", fn(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        return "raised", e
+
+
+def exact_fields(record) -> tuple:
+    """The record with each float as its bits (so that 0.0 and -0.0 differ, NaN equals NaN)."""
+
+    def key(v):
+        if isinstance(v, float):
+            return ("float", struct.pack("<d", v))
+        if isinstance(v, tuple):
+            return tuple(key(x) for x in v)
+        return (type(v).__name__, v)
+
+    return tuple(key(v) for v in record)
+
+
+# Per-query values: common metric values (ties between runs, zeros, ones), fractions such as
+# nDCG's, and any float in [0, 1].
+VALUES = st.one_of(
+    st.sampled_from([0.0, 0.0, 1.0, 0.5, 0.25, 0.1, 0.2, 0.3, 1 / 3, 2 / 3, 0.7]),
+    st.floats(0.0, 1.0),
+)
+
+
+@st.composite
+def comparisons(draw):
+    n_runs = draw(st.integers(1, 6))
+    n = draw(st.integers(1, 60))
+    n_metrics = draw(st.integers(1, 2))
+    # Runs that copy another on some queries: ties, and zero differences.
+    as_dict = draw(st.booleans())  # one kind per example: a mapping's queries are its keys
+    per_query = {}
+    for m in range(n_metrics):
+        runs: dict = {}
+        for r in range(n_runs):
+            values = draw(st.lists(VALUES, min_size=n, max_size=n))
+            if runs and draw(st.booleans()):
+                other = draw(st.sampled_from(list(runs.values())))
+                keep = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+                values = [o if k else v for v, o, k in zip(values, other, keep)]
+            runs[f"run{r + 1}"] = values
+        per_query[f"metric{m}"] = {
+            name: {f"q{i}": v for i, v in enumerate(values)} if as_dict else values
+            for name, values in runs.items()
+        }
+    mode = draw(st.sampled_from(["all", "baseline", "pairs"]))  # which pairs are tested
+    kwargs = {
+        "test": draw(st.sampled_from(["randomization", "t", "bootstrap"])),
+        "permutations": draw(st.one_of(st.integers(1, 300), st.sampled_from([2**n, 2**n - 1]))),
+        "seed": draw(st.integers(0, 2**64 - 1)),
+        "correction": draw(st.sampled_from(["none", "bonferroni", "holm", "bh"])),
+        "alpha": draw(st.sampled_from([0.05, 0.01, 0.1, 0.5, 1.0, 0.0])),
+        "confidence": draw(st.one_of(st.sampled_from([0.95, 0.9, 0.99]), st.floats(0.01, 0.99))),
+    }
+    if kwargs["permutations"] > 300:  # keep the reference quick: the exact case only
+        kwargs["permutations"] = min(kwargs["permutations"], 2**10)
+    if mode == "baseline" and n_runs:
+        kwargs["baseline"] = draw(
+            st.one_of(
+                st.integers(0, n_runs - 1), st.sampled_from([f"run{r + 1}" for r in range(n_runs)])
+            )
+        )
+    elif mode == "pairs" and n_runs >= 2:
+        pair = st.permutations(range(n_runs)).map(lambda p: (p[0], p[1]))
+        kwargs["pairs"] = draw(st.lists(pair, min_size=1, max_size=4))
+    return per_query, kwargs
+
+
+@EXAMPLES
+@given(comparisons())
+def test_compare_matches_reference(case):
+    per_query, kwargs = case
+    status, expected = outcome(reference.compare_per_query, per_query, **kwargs)
+    got_status, got = outcome(rankfusion.compare_per_query, per_query, **kwargs)
+    event(f"{kwargs['test']}: {status}")
+    assert got_status == status, (got, expected)
+    if status == "raised":
+        assert isinstance(got, type(expected)), (got, expected)
+        return
+    assert len(got.pairs) == len(expected)
+    for mine, theirs in zip(got.pairs, expected):
+        assert exact_fields(mine) == exact_fields(theirs), (mine, theirs)
+    n = len(next(iter(next(iter(per_query.values())).values())))
+    if kwargs["test"] == "randomization" and 2**n <= kwargs["permutations"]:
+        event("randomization: exact")
+    if any(r.significant for r in expected):
+        event("some significant")
+
+
+def test_bad_arguments_raise_what_the_reference_raises():
+    good = {"m": {"a": [0.1, 0.2, 0.3], "b": [0.3, 0.1, 0.0]}}
+    cases = [
+        ([], {}),
+        ({}, {}),
+        ({"m": {"a": [0.1]}}, {}),
+        ({"m": {"a": [0.1], "b": [0.2, 0.3]}}, {}),
+        ({"m": {"a": [], "b": []}}, {}),
+        ({"m": {"a": [0.1, "x"], "b": [0.2, 0.3]}}, {}),
+        ({"m": {"a": [0.1, math.inf], "b": [0.2, 0.3]}}, {}),
+        ({"m": {"a": [0.1, True], "b": [0.2, 0.3]}}, {}),
+        ({"m": {"a": {"q1": 0.1}, "b": {"q2": 0.1}}}, {}),
+        ({"m": {"a": "0.1", "b": [0.2]}}, {}),
+        ({"m": good["m"], "n": {"a": [0.1, 0.2, 0.3], "c": [0.1, 0.2, 0.3]}}, {}),
+        ({"m": {"a": [0.1], "b": [0.2]}}, {"test": "t"}),
+        (good, {"baseline": "c"}),
+        (good, {"baseline": 2}),
+        (good, {"baseline": True}),
+        (good, {"baseline": 0, "pairs": [(1, 0)]}),
+        (good, {"pairs": [(0, 0)]}),
+        (good, {"pairs": []}),
+        (good, {"pairs": [(0, 1, 1)]}),
+        (good, {"pairs": "ab"}),
+        (good, {"test": "wilcoxon"}),
+        (good, {"test": None}),
+        (good, {"permutations": 0}),
+        (good, {"permutations": 2**40 + 1}),
+        (good, {"permutations": 1.5}),
+        (good, {"seed": -1}),
+        (good, {"seed": 2**64}),
+        (good, {"correction": "fdr"}),
+        (good, {"alpha": 1.5}),
+        (good, {"alpha": "0.05"}),
+        (good, {"confidence": 1.0}),
+        (good, {"confidence": 0.0}),
+        (good, {"confidence": math.nan}),
+    ]
+    for per_query, kwargs in cases:
+        status, expected = outcome(reference.compare_per_query, per_query, **kwargs)
+        got_status, got = outcome(rankfusion.compare_per_query, per_query, **kwargs)
+        assert status == got_status == "raised", (per_query, kwargs, expected, got)
+        assert type(got) is type(expected), (per_query, kwargs, got, expected)
