@@ -584,8 +584,9 @@ def compare(
       else a path's file name (the paths as given when two file names are the same), else
       ``run1``, ``run2``, ...
     - ``qrels``: a path or ``{qid: {docid: gain}}``. The queries compared are the qrels', in
-      sorted order (as str); a judged query that a run lacks scores the measure's default (0),
-      as ``trec_eval -c``.
+      their order (a file's: the order of its lines; the per-query values and the random sign
+      vectors follow it); a judged query that a run lacks scores the measure's default (0), as
+      ``trec_eval -c``.
     - ``metrics``: ``"ndcg@10,map"`` or a sequence of names or ir-measures measures, each a
       mean over queries; computed per query by ir-measures. Keys of the result as given.
     - Which tests: every run against ``baseline`` (a name or an index into ``runs``), the
@@ -621,7 +622,7 @@ def compare(
     from ._optimize import _as_run, _qrels
 
     judged = _qrels(qrels)
-    queries = sorted(judged)
+    queries = list(judged)
     _check_queries(settings, len(queries))
     n_tests = len(tested) * len(measures)
     bar = trec._progress_bar(progress, len(runs) + n_tests, "evaluating", "step")
