@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import rankfusion
+from rankfusion import trec
 
 pytest.importorskip("ir_measures")
 
@@ -95,11 +96,11 @@ def test_fuse_compare_tests_the_fusion_against_each_run(tmp_path):
         "fuse", BM25, MINILM, "--qrels", QRELS, "--metrics", "ndcg@10", "--compare", "-o", out
     )
     assert done.returncode == 0, done.stderr
-    fused = rankfusion.trec.read_run(out)
+    fused = trec.read_run(out)
     want = rankfusion.compare(
-        [BM25, MINILM, rankfusion.trec.to_dict(fused)],
+        [BM25, MINILM, trec.to_dict(fused)],
         QRELS,
-        metrics=rankfusion.trec.parse_metrics("ndcg@10"),
+        metrics=trec.parse_metrics("ndcg@10"),
         names=["bm25.run.gz", "minilm.run.gz", "fused (RRF k=60)"],
         pairs=[(2, 0), (2, 1)],
     )
