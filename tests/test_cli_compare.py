@@ -105,6 +105,6 @@ def test_fuse_compare_tests_the_fusion_against_each_run(tmp_path):
         pairs=[(2, 0), (2, 1)],
     )
     assert done.stdout.endswith("\n" + want.table())
-    assert [line.split()[0] for line in done.stdout.splitlines()[-4:-2]] == ["c", "c"]
+    assert [line.split()[0] for line in done.stdout.splitlines()[-3:-1]] == ["c", "c"]
     missing = rankfusion_command("fuse", BM25, MINILM, "--compare", "-o", out)
     assert missing.returncode == 2 and "--compare needs --qrels" in missing.stderr
