@@ -49,6 +49,8 @@ WORKLOADS = {
     "revalidate_batch": "revalidate_batch, (800k x 100) int64 ids, numpy is_live",
     "read_run_files": "trec._read_run_files, 2 files x 2000 queries x 1000 docs",
     "fuse_run_files": "trec._fuse_run_files (the command's native fusion), same files",
+    "compare": "compare_per_query, 5 runs x 2 metrics x 2000 queries, 100,000 permutations",
+    "compare_bootstrap": "compare_per_query, bootstrap, 5 runs x 2 metrics x 2000 queries",
     "cli": "rankfusion fuse a.run b.run -o out (the whole command, to its exit)",
 }
 
@@ -131,6 +133,13 @@ def child(workload: str, folder: str) -> None:
         else:
             call = lambda: trec._fuse_run_files(files)  # noqa: E731
             digest = bytes
+    elif workload.startswith("compare"):
+        per_query = {
+            m: {f"r{i}": rng.random(2000).tolist() for i in range(5)} for m in ("m1", "m2")
+        }
+        test = "bootstrap" if workload.endswith("bootstrap") else "randomization"
+        call = lambda: rf.compare_per_query(per_query, test=test)  # noqa: E731
+        digest = lambda c: c.pairs  # noqa: E731
     else:
         raise SystemExit(f"unknown workload {workload}")
 

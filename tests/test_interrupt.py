@@ -38,6 +38,8 @@ WORKLOADS = [
     "fuse_str",
     "revalidate_batch",
     "fuse_run_files",
+    "compare",
+    "compare_bootstrap",
     "rrf_batch_all:raise",
     "rrf_batch_1:ignore",
 ]
