@@ -236,7 +236,7 @@ def figure(cmp: "Comparison", r: "ComparedPair") -> Any:
             (i + 1, v),
             xytext=(0, 3 if v > 0 else -3),
             textcoords="offset points",
-            ha="center",
+            ha="left" if i == 0 else "right",  # inside the axes at both ends
             va="bottom" if v > 0 else "top",
             fontsize=7,
             color=colors[i],
