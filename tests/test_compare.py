@@ -15,6 +15,7 @@ and the API's behaviour: names, baselines, pairs, JSON, tables, the report's HTM
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -332,3 +333,12 @@ def test_the_report_is_self_contained(runs_of, tmp_path):
     figures = cmp.plot(metric="ndcg@10")
     assert len(figures) == 2 and len(figures[0].axes) == 2
     assert cmp.plot(system="nope") == []
+
+
+def test_a_progress_bar_counts_the_tests():
+    out = io.StringIO()
+    per_query = {"m": {"a": [0.1, 0.5, 0.3], "b": [0.2, 0.4, 0.3], "c": [0.0, 0.9, 0.1]}}
+    options = {"file": out, "delay": 0, "mininterval": 0}
+    cmp = rankfusion.compare_per_query(per_query, permutations=100, progress=options)
+    assert len(cmp.pairs) == 3
+    assert "testing" in out.getvalue() and "3/3" in out.getvalue()

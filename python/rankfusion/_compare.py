@@ -536,15 +536,15 @@ def _run_names(runs: Sequence[Any], names: Any) -> List[str]:
     if names is not None:
         if isinstance(names, str) or not isinstance(names, Iterable):
             raise TypeError(f"names must be a sequence of str, got {type(names).__name__}")
-        names = list(names)
-        if len(names) != len(runs):
-            raise ValueError(f"names has {len(names)} names for {len(runs)} runs")
-        for i, name in enumerate(names):
+        given: List[str] = list(names)
+        if len(given) != len(runs):
+            raise ValueError(f"names has {len(given)} names for {len(runs)} runs")
+        for i, name in enumerate(given):
             if not isinstance(name, str):
                 raise TypeError(f"names[{i}] must be a str, got {type(name).__name__}")
-        if len(set(names)) != len(names):
-            raise ValueError(f"run names must be distinct, got {names}")
-        return names
+        if len(set(given)) != len(given):
+            raise ValueError(f"run names must be distinct, got {given}")
+        return given
     out = [
         os.path.basename(os.fspath(r)) if isinstance(r, (str, os.PathLike)) else f"run{i + 1}"
         for i, r in enumerate(runs)
