@@ -63,7 +63,7 @@ VALUES = st.one_of(
 @st.composite
 def comparisons(draw):
     n_runs = draw(st.integers(1, 6))
-    n = draw(st.integers(1, 60))
+    n = draw(st.one_of(st.integers(1, 12), st.integers(1, 60)))  # few queries: exact tests
     n_metrics = draw(st.integers(1, 2))
     # Runs that copy another on some queries: ties, and zero differences.
     as_dict = draw(st.booleans())  # one kind per example: a mapping's queries are its keys
@@ -92,6 +92,8 @@ def comparisons(draw):
     }
     if kwargs["permutations"] > 300:  # keep the reference quick: the exact case only
         kwargs["permutations"] = min(kwargs["permutations"], 2**10)
+    if n <= 10 and draw(st.booleans()):  # the exact enumeration, often
+        kwargs["permutations"] = 2**n + draw(st.integers(0, 5))
     if mode == "baseline" and n_runs:
         kwargs["baseline"] = draw(
             st.one_of(
