@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::trec::{repr_approx, Reason};
+use crate::format::{self, repr_approx};
 
 /// The key an error is about: its place in the fused input and, once the layer that holds the
 /// keys has looked it up, the key itself.
@@ -169,7 +169,7 @@ impl Error {
                 score,
                 stage,
             } => {
-                let (k, score) = (key(k), crate::trec::pyrepr::float(*score));
+                let (k, score) = (key(k), format::float(*score));
                 match stage {
                     Stage::Rrf => {
                         format!("the score of key {k} is not finite ({score}): weights too large")
@@ -190,7 +190,7 @@ impl Error {
             } => format!(
                 "the normalized score of key {} in lists[{list}] is not finite ({})",
                 key(k),
-                crate::trec::pyrepr::float(*value)
+                format::float(*value)
             ),
             Problem::Malformed(reason) => reason.render(text),
             Problem::Interrupted => "interrupted".to_owned(),
@@ -233,3 +233,62 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Why a file cannot be read. Quoted texts are the input's bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// A line with the wrong number of fields; `text` is the line without its leading and
+    /// trailing whitespace, cut to 77 characters and `...` when it is longer than 80.
+    Fields {
+        expected: usize,
+        format: &'static str,
+        found: usize,
+        text: Vec<u8>,
+    },
+    /// A run score that Python's `float()` rejects.
+    NotANumber { text: Vec<u8> },
+    /// A run score that is NaN.
+    NaN { text: Vec<u8> },
+    /// A doc id twice in one query of a run (`ReadDuplicates::Error`).
+    DuplicateDoc {
+        qid: Vec<u8>,
+        docid: Vec<u8>,
+        first_line: usize,
+    },
+    /// A qrels gain that Python's `int()` rejects.
+    NotAnInteger { text: Vec<u8> },
+    /// A doc judged twice for one query (`ReadDuplicates::Error`).
+    DuplicateJudgment { qid: Vec<u8>, docid: Vec<u8> },
+}
+
+impl Reason {
+    /// The message, each quoted text rendered by `repr`.
+    pub fn render(&self, repr: &mut dyn FnMut(&[u8]) -> String) -> String {
+        match self {
+            Reason::Fields {
+                expected,
+                format,
+                found,
+                text,
+            } => format!(
+                "expected {expected} fields ({format}), found {found}: {}",
+                repr(text)
+            ),
+            Reason::NotANumber { text } => format!("score is not a number, got {}", repr(text)),
+            Reason::NaN { text } => format!("score is NaN, got {}", repr(text)),
+            Reason::DuplicateDoc {
+                qid,
+                docid,
+                first_line,
+            } => format!(
+                "query {} has doc {} twice (first on line {first_line})",
+                repr(qid),
+                repr(docid)
+            ),
+            Reason::NotAnInteger { text } => format!("gain is not an integer, got {}", repr(text)),
+            Reason::DuplicateJudgment { qid, docid } => {
+                format!("query {} judges doc {} twice", repr(qid), repr(docid))
+            }
+        }
+    }
+}

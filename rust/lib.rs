@@ -7,6 +7,7 @@
 pub mod batch;
 pub mod cancel;
 pub mod error;
+pub mod format;
 pub mod fusion;
 pub mod memory;
 pub mod optimize;

@@ -125,7 +125,7 @@ fn list_norm(
                 format!(
                     "norm='max' needs a list's largest score to be >= 0, got {} (use 'min-max' \
                      for negative scores)",
-                    crate::trec::pyrepr::float(high)
+                    crate::format::float(high)
                 ),
             ))
         }

@@ -3,7 +3,7 @@
 //! [`Params::plan`] calls them all for Rust callers), and the [`Plan`] a checked call runs.
 
 use crate::error::{Error, Result};
-use crate::trec::pyrepr;
+use crate::format;
 
 /// What a key that repeats inside one list does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,7 +305,7 @@ pub fn finite(name: &str, x: f64) -> Result<f64> {
     } else {
         Err(Error::invalid(
             name,
-            format!("{name} must be finite, got {}", pyrepr::float(x)),
+            format!("{name} must be finite, got {}", format::float(x)),
         ))
     }
 }
@@ -328,7 +328,7 @@ pub fn k(k: f64) -> Result<f64> {
     if k < 0.0 {
         return Err(Error::invalid(
             "k",
-            format!("k must be >= 0, got {}", pyrepr::float(k)),
+            format!("k must be >= 0, got {}", format::float(k)),
         ));
     }
     Ok(k)
@@ -368,7 +368,7 @@ pub fn mean_weight(method: Method, i: usize, w: f64) -> Result<f64> {
             format!(
                 "weights[{i}] must be >= 0 for method '{}', got {}",
                 method.name(),
-                pyrepr::float(w)
+                format::float(w)
             ),
         ));
     }
@@ -382,7 +382,7 @@ pub fn phi(phi: f64) -> Result<f64> {
     } else {
         Err(Error::invalid(
             "phi",
-            format!("phi must satisfy 0 <= phi < 1, got {}", pyrepr::float(phi)),
+            format!("phi must satisfy 0 <= phi < 1, got {}", format::float(phi)),
         ))
     }
 }
@@ -396,7 +396,7 @@ pub fn sigma(sigma: f64) -> Result<f64> {
             "sigma",
             format!(
                 "sigma must satisfy 0 <= sigma <= 1, got {}",
-                pyrepr::float(sigma)
+                format::float(sigma)
             ),
         ))
     }
@@ -481,7 +481,7 @@ pub fn normalizer(weights: &[f64], k: f64) -> Result<f64> {
             "normalize",
             format!(
                 "normalize=True: the largest possible score is {}",
-                pyrepr::float(top)
+                format::float(top)
             ),
         ))
     }

@@ -13,7 +13,7 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use pyo3::{ffi, PyTypeInfo};
 
 use crate::error::{At, Error, Key, KeyRef, Problem};
-use crate::trec::repr_approx;
+use crate::format::repr_approx;
 
 /// `bytes` as the TREC readers decode them: UTF-8, each undecodable byte a lone surrogate
 /// (`surrogateescape`).

@@ -218,9 +218,10 @@ pub fn fused_run(
 mod tests {
     use super::*;
     use crate::error::Problem;
+    use crate::format as pyrepr;
+    use crate::format::push_usize;
     use crate::fusion::{Duplicates, Params};
-    use crate::trec::write::push_usize;
-    use crate::trec::{parse_run, parse_score, pyrepr, Number, Order, ReadDuplicates};
+    use crate::trec::{parse_run, parse_score, Number, Order, ReadDuplicates};
 
     fn score(t: &[u8]) -> Option<f64> {
         match parse_score(t) {
