@@ -21,4 +21,4 @@ pub mod trec;
 mod py;
 
 pub use error::{Error, Result};
-pub use fusion::{rrf, Duplicates, Params, TieBreak};
+pub use fusion::{rrf, Duplicates, Fusion, TieBreak};

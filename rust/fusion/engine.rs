@@ -230,7 +230,7 @@ impl Workspace {
         plan: &Plan,
         cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
-        let method = plan.params.method;
+        let method = plan.fusion.method;
         self.generic = !matches!(
             method,
             Method::Rrf | Method::Rbc | Method::Isr | Method::LogIsr | Method::LognIsr
@@ -285,7 +285,7 @@ impl Workspace {
         plan: &Plan,
         cancel: &Cancel<'_>,
     ) -> Result<bool, S::Error> {
-        if plan.params.duplicates == Duplicates::Sum || plan.params.method == Method::Condorcet {
+        if plan.fusion.duplicates == Duplicates::Sum || plan.fusion.method == Method::Condorcet {
             return Ok(false);
         }
         self.set_read(plan);
@@ -343,7 +343,7 @@ impl Workspace {
     fn count_read<S: KeySource>(&mut self, keys: &S, plan: &Plan) {
         self.n_read.clear();
         self.n_read.resize(plan.n_lists(), 0);
-        let needed = plan.params.method == Method::Bordafuse
+        let needed = plan.fusion.method == Method::Bordafuse
             || matches!(plan.norm, Norm::Rank | Norm::Borda);
         if !needed {
             return;
@@ -443,7 +443,7 @@ impl Workspace {
         plan: &Plan,
         mut value: impl FnMut(u32, i64, (u32, u32)) -> Result<Option<f64>, E>,
     ) -> Result<(), E> {
-        let weight = plan.params.boost_weight.unwrap_or(0.0);
+        let weight = plan.fusion.boost_weight.unwrap_or(0.0);
         let n = self.scores.len();
         self.boosts.clear();
         self.boosts.resize(n, f64::NAN);
@@ -490,7 +490,7 @@ impl Workspace {
         plan: &Plan,
         cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         self.n_keys = 0;
         self.scores.clear();
         self.sums.clear();
@@ -607,9 +607,9 @@ impl Workspace {
             || self.count_present
             || track_kept
             || by_slot
-            || (prescored && terms_need_count(plan.params.method));
+            || (prescored && terms_need_count(plan.fusion.method));
         let keep_occurrences = self.record;
-        let error_on_repeat = plan.params.duplicates == Duplicates::Error;
+        let error_on_repeat = plan.fusion.duplicates == Duplicates::Error;
         // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
         let n_read = if PAIR { 2 } else { self.read.len() };
         let mut read = [0usize; DENSE_MAX_LISTS];
@@ -657,7 +657,7 @@ impl Workspace {
                         }
                         pre.terms.get(at).copied().unwrap_or(f64::NAN)
                     } else {
-                        plan.contribution(list, position)
+                        plan.rank_term(list, position)
                     };
                     // With two lists a key not new has exactly the other list's bit.
                     let filled = if PAIR {
@@ -721,7 +721,7 @@ impl Workspace {
                     if let Some(i) = block_scores.iter().position(|s| !s.is_finite()) {
                         let score = block_scores[i];
                         self.scores.truncate(start + i);
-                        let stage = if plan.params.method == Method::Rrf {
+                        let stage = if plan.fusion.method == Method::Rrf {
                             Stage::Rrf
                         } else {
                             Stage::Fused
@@ -770,8 +770,7 @@ impl Workspace {
             for key in block {
                 let occs =
                     &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
-                let value =
-                    |o: &Occurrence| plan.contribution(o.list as usize, o.position as usize);
+                let value = |o: &Occurrence| plan.rank_term(o.list as usize, o.position as usize);
                 let s = match occs {
                     [a] => 0.0 + value(a),
                     _ => {
@@ -838,10 +837,10 @@ impl Workspace {
     ) -> Result<(), Error> {
         let sum = if self.count_present {
             let p = present as f64;
-            let factor = match plan.params.method {
+            let factor = match plan.fusion.method {
                 Method::Isr => p,
                 Method::LogIsr => p.ln(),
-                Method::LognIsr => (p + plan.sigma()).ln(),
+                Method::LognIsr => (p + plan.fusion.sigma()).ln(),
                 _ => f64::NAN,
             };
             self.factors.push(factor);
@@ -854,7 +853,7 @@ impl Workspace {
             sum
         };
         if !sum.is_finite() {
-            let stage = if plan.params.method == Method::Rrf {
+            let stage = if plan.fusion.method == Method::Rrf {
                 Stage::Rrf
             } else {
                 Stage::Fused
@@ -911,7 +910,7 @@ impl Workspace {
     /// [`Workspace::rank`] that `cancel` can stop (`Problem::Interrupted`, the page left empty):
     /// it is polled between pieces of the sorts (see [`cancel::sort_unstable_by_key`]).
     pub fn rank_cancellable(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let n_keys = self.scores.len();
         self.page.clear();
         let ranked = match p.tie_break {
@@ -987,7 +986,7 @@ impl Workspace {
     /// end): the best keys kept sorted in a small buffer as the keys go by, in id order, each
     /// rejected by one comparison once the buffer is full and it is no better than the last.
     fn rank_top(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let end = page_end(p.offset, p.limit, self.scores.len());
         let mut top = std::mem::take(&mut self.order);
         top.clear();
@@ -1031,7 +1030,7 @@ impl Workspace {
     /// sort bits with the low bits replaced by the key id) rather than u128, then re-sorts, with
     /// the full score, each run of keys whose scores agree on every bit but those low ones.
     fn rank_all(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let n = self.scores.len() as u64;
         let bits = (64 - n.leading_zeros()).max(1);
         let low = (1u64 << bits) - 1;
@@ -1113,7 +1112,7 @@ impl Workspace {
         cancel: &Cancel<'_>,
         mut sort: impl FnMut(&mut [u32], &Firsts<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let mut order = std::mem::take(&mut self.order);
         order.clear();
         let by = self.order_values();
@@ -1198,7 +1197,7 @@ impl Workspace {
         let contribution = |list: u32, position: u32| Contribution {
             list,
             position,
-            value: plan.contribution(list as usize, position as usize),
+            value: plan.rank_term(list as usize, position as usize),
             raw: raw(list, position),
             normalized: f64::NAN,
         };
@@ -1253,7 +1252,7 @@ impl Workspace {
                     .extend(occurrences.iter().map(|&(list, position)| Contribution {
                         list,
                         position,
-                        value: plan.contribution(list as usize, position as usize),
+                        value: plan.rank_term(list as usize, position as usize),
                         raw: f64::NAN,
                         normalized: f64::NAN,
                     }));

@@ -350,7 +350,7 @@ fn raw(scores: Scores<'_>, list: usize, position: u32) -> f64 {
 /// -1.0 for a lower-is-better list, else 1.0.
 #[inline]
 fn sign(plan: &Plan, list: usize) -> f64 {
-    match &plan.params.lower_is_better {
+    match &plan.fusion.lower_is_better {
         Some(lower) if lower[list] => -1.0,
         _ => 1.0,
     }
@@ -373,7 +373,7 @@ struct Query<'a> {
 #[inline]
 fn contribution(q: &Query<'_>, list: usize, position: u32) -> Result<Contribution, f64> {
     let plan = q.plan;
-    let (method, norm) = (plan.params.method, plan.norm);
+    let (method, norm) = (plan.fusion.method, plan.norm);
     let w = plan.weights[list];
     let rank = rank(position);
     let mut v = f64::NAN;
@@ -461,7 +461,7 @@ fn scale_sum(
     weights: impl FnOnce() -> f64,
 ) -> (f64, f64, f64) {
     scale_by(
-        plan.params.method,
+        plan.fusion.method,
         total,
         present_factor(plan, present),
         weights,
@@ -474,10 +474,10 @@ fn scale_sum(
 #[inline(always)]
 fn present_factor(plan: &Plan, present: usize) -> (f64, f64) {
     let p = present as f64;
-    match plan.params.method {
+    match plan.fusion.method {
         Method::Mnz => (p, f64::NAN),
         Method::Anz => (f64::NAN, p),
-        Method::Gmnz => (p.powf(plan.params.gamma.unwrap_or(1.0)), f64::NAN),
+        Method::Gmnz => (p.powf(plan.fusion.gamma.unwrap_or(1.0)), f64::NAN),
         Method::Mixed => (p.sqrt(), f64::NAN),
         _ => (f64::NAN, f64::NAN),
     }
@@ -552,7 +552,7 @@ fn borda_points(n_c: f64, n_read: u32, rank: u64) -> f64 {
 fn fills(plan: &Plan) -> bool {
     plan.norm == Norm::Borda
         || matches!(
-            plan.params.method,
+            plan.fusion.method,
             Method::Bordafuse | Method::ArithmeticMean
         )
 }
@@ -571,7 +571,7 @@ fn combine(
     values.extend(mine.iter().map(|c| c.value));
     let total = canonical_sum(values);
     let weight = |c: &Contribution| plan.weights[c.list as usize];
-    let score = match plan.params.method {
+    let score = match plan.fusion.method {
         m if sums_terms(m) => {
             let wmnz = || {
                 sums.clear();
@@ -844,7 +844,7 @@ impl Scored {
         out: &mut PreTerms,
         cancel: &Cancel<'_>,
     ) -> bool {
-        let method = plan.params.method;
+        let method = plan.fusion.method;
         // OpenSearch's arithmetic mean is a sum of terms too when no normalised value is
         // negative (none is skipped): the sum over the weights of every list read.
         let arithmetic = method == Method::ArithmeticMean;
@@ -997,7 +997,7 @@ impl Scored {
         out: &mut Vec<f64>,
         cancel: &Cancel<'_>,
     ) -> Result<(), Error> {
-        let method = plan.params.method;
+        let method = plan.fusion.method;
         let mut factors = [(f64::NAN, f64::NAN); DENSE_MAX + 1];
         for (present, f) in factors.iter_mut().enumerate() {
             *f = present_factor(plan, present);
@@ -1122,7 +1122,7 @@ impl Scored {
         factors: &[(f64, f64)],
         all_weights: f64,
     ) -> Result<(), Error> {
-        let method = plan.params.method;
+        let method = plan.fusion.method;
         let n_c = n_keys as f64;
         let l = read.len();
         // The borda norm's ranked value depends only on the position: one division per
@@ -1272,7 +1272,7 @@ impl Scored {
             let mine = &self.contributions[start..];
             let (score, factor, divisor) =
                 combine(plan, mine, present, &mut self.values, &mut self.sums);
-            if plan.params.method != Method::Condorcet && !score.is_finite() {
+            if plan.fusion.method != Method::Condorcet && !score.is_finite() {
                 return Err(Problem::NonFiniteScore {
                     key: key_ref(),
                     score,
@@ -1285,7 +1285,7 @@ impl Scored {
             self.divisors.push(divisor);
             self.offsets.push(self.contributions.len() as u32);
         }
-        if plan.params.method == Method::Condorcet {
+        if plan.fusion.method == Method::Condorcet {
             self.condorcet(q, n_keys, cancel)?;
         }
         Ok(())
@@ -1306,7 +1306,7 @@ impl Scored {
     {
         let plan = q.plan;
         let norm = plan.norm;
-        debug_assert!(plan.params.method != Method::Condorcet && q.read.len() <= DENSE_MAX);
+        debug_assert!(plan.fusion.method != Method::Condorcet && q.read.len() <= DENSE_MAX);
         let n_lists = plan.n_lists();
         self.norms.clear();
         self.norms.resize(n_lists, ListNorm::Identity);
@@ -1347,7 +1347,7 @@ impl Scored {
             self.slot_of[list] = slot as u8;
         }
         let (n_c, n_read) = (q.n_keys as f64, q.n_read);
-        if plan.params.method == Method::Bordafuse {
+        if plan.fusion.method == Method::Bordafuse {
             return self.dense_keys(q, out, cancel, |_, list, position| {
                 borda_points(n_c, n_read[list], rank(position))
             });
@@ -1410,7 +1410,7 @@ impl Scored {
         F: Fn(usize) -> (u32, u32),
     {
         let plan = q.plan;
-        let method = plan.params.method;
+        let method = plan.fusion.method;
         let fill = fills(plan);
         let borda = plan.norm == Norm::Borda;
         // Every combination but the borda norm's and BordaFuse's fill-ins needs no list order
@@ -1562,7 +1562,7 @@ impl Scored {
         F: Fn(usize) -> (u32, u32),
     {
         let plan = q.plan;
-        let method = plan.params.method;
+        let method = plan.fusion.method;
         let weights = [plan.weights[q.read[0]], plan.weights[q.read[1]]];
         let sums = sums_terms(method);
         out.reserve(q.n_keys);

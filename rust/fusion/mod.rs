@@ -13,6 +13,7 @@ pub mod keys;
 pub mod method;
 #[cfg(test)]
 mod method_tests;
+pub mod methods;
 pub mod params;
 #[cfg(test)]
 mod tests;
@@ -23,7 +24,8 @@ use std::hash::Hash;
 pub use engine::{Firsts, Workspace};
 pub use keys::{IdTable, Interned, Interner, KeySource, Rows};
 pub use method::Scores;
-pub use params::{Duplicates, Method, Norm, Params, Plan, TieBreak};
+pub use methods::{Method, Norm, METHODS, NORMS};
+pub use params::{Duplicates, Fusion, Plan, Settings, TieBreak};
 pub use trace::{Contribution, Trace};
 
 use crate::cancel::Cancel;
@@ -102,8 +104,8 @@ pub struct Hit {
 
 /// RRF of `lists` (plain Rust keys, equal keys being one key) with `params`, checked: the page of
 /// hits, best first; with [`TieBreak::Key`] tied keys are ordered by `K`'s order.
-pub fn rrf<K: Hash + Eq + Ord>(lists: &[&[K]], params: &Params) -> Result<Vec<Hit>> {
-    let plan = params.plan(lists.len())?;
+pub fn rrf<K: Hash + Eq + Ord>(lists: &[&[K]], fusion: &Fusion) -> Result<Vec<Hit>> {
+    let plan = fusion.check_plan(lists.len())?;
     let lens: Vec<usize> = lists.iter().map(|l| l.len()).collect();
     let mut interner = Interner::new(lists);
     let mut ws = Workspace::new(false);
@@ -114,7 +116,7 @@ pub fn rrf<K: Hash + Eq + Ord>(lists: &[&[K]], params: &Params) -> Result<Vec<Hi
         &[],
         &plan,
     )?;
-    match plan.params.tie_break {
+    match plan.fusion.tie_break {
         TieBreak::BestRank => ws.rank(&plan),
         TieBreak::Key => {
             let key = |firsts: &engine::Firsts<'_>, id: u32| interner.key(firsts.get(id));

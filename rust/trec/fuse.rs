@@ -134,8 +134,7 @@ fn fuse_query(
             .collect();
         for (l, s) in scores.iter().enumerate() {
             for (j, &x) in s.unwrap_or_default().iter().enumerate() {
-                params::raw_score(x, true, || format!("scores[{l}][{j}]"))
-                    .map_err(|e| e.at(At::Qid(qid.to_vec())))?;
+                params::raw_score(x, true, l, j).map_err(|e| e.at(At::Qid(qid.to_vec())))?;
             }
         }
         scores
@@ -187,7 +186,7 @@ pub fn fused_run(
         .iter()
         .map(|f| f.queries.iter().map(|q| q.docids.len()).max().unwrap_or(0))
         .collect();
-    let plan = plan.clone().with_contributions(&longest);
+    let plan = plan.clone().with_rank_terms(&longest);
     if !parallel || table.len() < 2 {
         let mut ws = Workspace::new(false);
         let mut out = Vec::new();
@@ -220,7 +219,7 @@ mod tests {
     use crate::error::Problem;
     use crate::format as pyrepr;
     use crate::format::push_usize;
-    use crate::fusion::{Duplicates, Params};
+    use crate::fusion::{Duplicates, Fusion};
     use crate::trec::{parse_run, parse_score, Number, Order, ReadDuplicates};
 
     fn score(t: &[u8]) -> Option<f64> {
@@ -245,10 +244,10 @@ mod tests {
             .collect()
     }
 
-    fn fuse(texts: &[&[u8]], params: &Params, parallel: bool) -> Result<String, Error> {
+    fn fuse(texts: &[&[u8]], params: &Fusion, parallel: bool) -> Result<String, Error> {
         let q = parsed(texts, Order::Score, ReadDuplicates::Keep);
         let f = files(texts, &q);
-        let plan = params.plan(texts.len())?;
+        let plan = params.check_plan(texts.len())?;
         fused_run(&f, &plan, b"t", parallel, &Cancel::none()).map(|b| String::from_utf8(b).unwrap())
     }
 
@@ -271,7 +270,7 @@ mod tests {
     fn lines_scores_and_ties_as_rrf() {
         let a: &[u8] = b"q Q0 a 1 3 s\nq Q0 b 2 2 s\n";
         let b: &[u8] = b"q Q0 c 1 9 s\nq Q0 a 2 8 s\n";
-        let out = fuse(&[a, b], &Params::default(), false).unwrap();
+        let out = fuse(&[a, b], &Fusion::default(), false).unwrap();
         let ab = 0.0 + 1.0 / 62.0 + 1.0 / 61.0;
         let mut expected = Vec::new();
         for (rank, (doc, s)) in [("a", ab), ("c", 1.0 / 61.0), ("b", 1.0 / 62.0)]
@@ -291,11 +290,11 @@ mod tests {
     fn missing_queries_windows_weights_limits_and_duplicates() {
         let a: &[u8] = b"1 Q0 a 1 3 s\n1 Q0 b 2 2 s\n1 Q0 a 3 1 s\n2 Q0 z 1 1 s\n";
         let b: &[u8] = b"1 Q0 b 1 5 s\n3 Q0 y 1 1 s\n";
-        let p = Params {
-            k: 1.0,
+        let p = Fusion {
+            k: Some(1.0),
             weights: Some(vec![1.0, -0.5]),
             duplicates: Duplicates::Sum,
-            ..Params::default()
+            ..Fusion::default()
         };
         let out = fuse(&[a, b], &p, false).unwrap();
         let lines: Vec<&str> = out.lines().collect();
@@ -309,7 +308,7 @@ mod tests {
                 "3 Q0 y 1 -0.25 t",
             ]
         );
-        let windowed = Params {
+        let windowed = Fusion {
             window: Some(1),
             limit: Some(1),
             ..p.clone()
@@ -320,19 +319,19 @@ mod tests {
             ["1 Q0 a 1 0.5 t", "2 Q0 z 1 0.5 t", "3 Q0 y 1 -0.25 t"]
         );
         // weight 0 and a cancelling weight: no line / a zero score
-        let zero = Params {
-            k: 1.0,
+        let zero = Fusion {
+            k: Some(1.0),
             weights: Some(vec![0.0, 1.0]),
-            ..Params::default()
+            ..Fusion::default()
         };
         assert_eq!(
             fuse(&[a, b], &zero, false).unwrap(),
             "1 Q0 b 1 0.5 t\n3 Q0 y 1 0.5 t\n"
         );
         let cancel: &[u8] = b"1 Q0 a 1 1 s\n";
-        let opposite = Params {
+        let opposite = Fusion {
             weights: Some(vec![1.0, -1.0]),
-            ..Params::default()
+            ..Fusion::default()
         };
         assert_eq!(
             fuse(&[cancel, cancel], &opposite, false).unwrap(),
@@ -354,9 +353,9 @@ mod tests {
                 );
             }
         }
-        let p = Params {
+        let p = Fusion {
             limit: Some(20),
-            ..Params::default()
+            ..Fusion::default()
         };
         let one = fuse(&[&a, &b], &p, false).unwrap();
         let many = fuse(&[&a, &b], &p, true).unwrap();
@@ -367,10 +366,10 @@ mod tests {
     #[test]
     fn errors_name_the_first_failing_query_and_the_key() {
         let a: &[u8] = b"1 Q0 a 1 3 s\n2 Q0 b 1 3 s\n2 Q0 c 2 2 s\n";
-        let p = Params {
-            k: 0.0,
+        let p = Fusion {
+            k: Some(0.0),
             weights: Some(vec![f64::MAX, f64::MAX]),
-            ..Params::default()
+            ..Fusion::default()
         };
         for parallel in [false, true] {
             let e = fuse(&[a, a], &p, parallel).unwrap_err();
@@ -383,10 +382,10 @@ mod tests {
         }
         // a score Rust's formatter would write otherwise
         let big: &[u8] = b"1 Q0 a 1 3 s\n";
-        let p = Params {
-            k: 0.0,
+        let p = Fusion {
+            k: Some(0.0),
             weights: Some(vec![1e22]),
-            ..Params::default()
+            ..Fusion::default()
         };
         assert_eq!(fuse(&[big], &p, false).unwrap(), "1 Q0 a 1 1e+22 t\n");
     }
@@ -397,7 +396,7 @@ mod tests {
         let out = {
             let q = parsed(&[a], Order::File, ReadDuplicates::Keep);
             let f = files(&[a], &q);
-            let plan = Params::default().plan(1).unwrap();
+            let plan = Fusion::default().check_plan(1).unwrap();
             fused_run(&f, &plan, b"t\xfe", false, &Cancel::none()).unwrap()
         };
         assert_eq!(

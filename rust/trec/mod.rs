@@ -122,8 +122,5 @@ pub enum Number<T> {
 
 /// The error of a malformed file at 1-based line `line`.
 pub fn malformed(line: usize, reason: Reason) -> Error {
-    Error {
-        problem: Problem::Malformed(reason),
-        at: At::Line(Some(line)),
-    }
+    Error::from(Problem::Malformed(reason)).at(At::Line(Some(line)))
 }

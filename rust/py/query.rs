@@ -1,23 +1,20 @@
-//! `rrf` and `rrf_many`: the lists and raw scores extracted, one query fused by the engine, the
-//! page built as `Hit` objects.
+//! One query's fusion: its lists and raw scores extracted (the checks the core makes of a call's
+//! inputs, in order: lists, the plan, scores, boost), fused by the engine, and the page built as
+//! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyFloat, PyList, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyList, PyTuple, PyType};
 
-use super::args::{
-    as_tuple, flag, fusion_params, integer, method_params, private_tuple, query_weights, real, Arg,
-    Boost,
-};
-use super::errors::fusion_error;
+use super::args::{as_tuple, describe, private_tuple, real, repr};
+use super::errors::{fusion_error, located, type_error, value_error};
 use super::gc;
 use super::keys::{exact_ints, PyInterner};
 use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
-use crate::error::Error;
-use crate::fusion::params::{self, Params, Plan, TieBreak};
-use crate::fusion::{IdTable, Interned, Rows, Scores, Trace, Workspace};
+use crate::error::{At, Error};
+use crate::fusion::params::{self, TieBreak};
+use crate::fusion::{Fusion, IdTable, Interned, Plan, Rows, Scores, Trace, Workspace};
 
 /// One query's input: its lists (tuples: they cannot change while the core reads them) and,
 /// per list, the caller's raw scores (only carried into traces).
@@ -56,23 +53,17 @@ pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, 
 /// `scores=`: per list, None or the list's raw scores (reals, not NaN), aligned with the list. A
 /// method whose normalisation reads scores needs them for every list it reads.
 pub fn extract_raw_scores(
-    scores: Option<Bound<'_, PyAny>>,
+    scores: Option<&Bound<'_, PyAny>>,
     lists: &[Bound<'_, PyTuple>],
     plan: &Plan,
 ) -> PyResult<Vec<Option<Vec<f64>>>> {
     let raw = raw_scores(scores, lists, plan.reads_scores())?;
-    if plan.reads_scores() {
-        for (i, s) in raw.iter().enumerate() {
-            if plan.weights[i] != 0.0 && s.is_none() {
-                return Err(params::scores_missing(plan.params.method, plan.norm, i).into());
-            }
-        }
-    }
+    plan.check_scores_given(|i| raw[i].is_some())?;
     Ok(raw)
 }
 
 fn raw_scores(
-    scores: Option<Bound<'_, PyAny>>,
+    scores: Option<&Bound<'_, PyAny>>,
     lists: &[Bound<'_, PyTuple>],
     read: bool,
 ) -> PyResult<Vec<Option<Vec<f64>>>> {
@@ -81,26 +72,15 @@ fn raw_scores(
     let Some(s) = scores.filter(|s| !s.is_none()) else {
         return Ok(raw_scores);
     };
-    let s = as_tuple(&s, "scores")?;
-    if s.len() != n {
-        return Err(PyValueError::new_err(format!(
-            "scores has {} entries for {n} lists",
-            s.len()
-        )));
-    }
+    let s = as_tuple(s, "scores")?;
+    params::scores_len(s.len(), n)?;
     for (i, item) in s.iter().enumerate() {
         if item.is_none() {
             continue;
         }
         let name = format!("scores[{i}]");
         let values = private_tuple(&item, &name)?;
-        if values.len() != lists[i].len() {
-            return Err(PyValueError::new_err(format!(
-                "{name} has {} values for {} keys",
-                values.len(),
-                lists[i].len()
-            )));
-        }
+        params::list_scores_len(i, values.len(), lists[i].len())?;
         let mut raw = Vec::with_capacity(values.len());
         let mut interrupted = None;
         for (j, x) in values.iter().enumerate() {
@@ -111,13 +91,11 @@ fn raw_scores(
                     break;
                 }
             }
-            // The name is made only for an error (a float, the usual case, is read without).
-            let item_name = || format!("{name}[{j}]");
             let value = match x.cast_exact::<PyFloat>() {
                 Ok(f) => f.value(),
-                Err(_) => real(&x, &item_name())?,
+                Err(_) => real(&x, &format!("{name}[{j}]"))?,
             };
-            raw.push(params::raw_score(value, read, item_name)?);
+            raw.push(params::raw_score(value, read, i, j)?);
         }
         if let Some(e) = interrupted {
             // Raised at once: the copy of the list is freed on another thread.
@@ -129,20 +107,37 @@ fn raw_scores(
     Ok(raw_scores)
 }
 
-/// The plan of a query of `n_lists` lists; with `check`, the weights checked against them and
-/// the normaliser (rrf_many, whose number of lists is only known per query).
-pub fn query_plan(params: &Params, n_lists: usize, check: bool) -> Result<Plan, Error> {
-    let weights = query_weights(params, n_lists);
-    if check {
-        if let Some(w) = &params.weights {
-            params::weights_len(w.len(), n_lists)?;
-        }
+/// `boost=` of a call of `fusion`: both or neither with `boost_weight`; a mapping key -> finite
+/// real, its values as floats (in a new dict).
+pub fn extract_boost<'py>(
+    boost: Option<&Bound<'py, PyAny>>,
+    fusion: &Fusion,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let boost = boost.filter(|b| !b.is_none());
+    fusion.check_boost(boost.is_some())?;
+    let Some(b) = boost else {
+        return Ok(None);
+    };
+    let py = b.py();
+    if !b.is_instance(mapping_type(py)?)? {
+        return Err(type_error(
+            "boost",
+            format!("boost must be a mapping key -> value, got {}", describe(b)),
+        ));
     }
-    let normalizer = params
-        .normalize
-        .then(|| params::normalizer(&weights, params.k))
-        .transpose()?;
-    Ok(Plan::checked(params.clone(), weights, normalizer))
+    let values = PyDict::new(py);
+    for item in b.call_method0("items")?.try_iter()? {
+        let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+        let name = format!("boost[{}]", repr(&key));
+        let x = params::finite("boost", &name, real(&value, &name)?)?;
+        values.set_item(&key, x)?;
+    }
+    Ok(Some(values))
+}
+
+fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static MAPPING: pyo3::sync::PyOnceLock<Py<PyType>> = pyo3::sync::PyOnceLock::new();
+    MAPPING.import(py, "collections.abc", "Mapping")
 }
 
 /// A failure inside the scan of Python keys: the core's, or a key's own exception.
@@ -208,7 +203,7 @@ impl Engine {
         py: Python<'py>,
         query: &Query<'py>,
         plan: &Plan,
-        boost: &Boost<'py>,
+        boost: &Option<Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mut engine = Engine::take(trace);
         let out = engine.fuse(py, query, plan, boost, trace);
@@ -227,7 +222,7 @@ impl Engine {
         py: Python<'py>,
         query: &Query<'py>,
         plan: &Plan,
-        boost: &Boost<'py>,
+        boost: &Option<Bound<'py, PyDict>>,
         trace: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let lists = &query.lists;
@@ -288,7 +283,7 @@ impl Engine {
             }
         }
         // Exact ints are ordered by value in Rust; other keys by Python.
-        let ranked = if plan.params.tie_break == TieBreak::Key && ints.is_none() {
+        let ranked = if plan.fusion.tie_break == TieBreak::Key && ints.is_none() {
             let sorted = py.import("builtins")?.getattr("sorted")?;
             ws.rank_groups(plan, &cancel, |group, firsts| {
                 let keys = group
@@ -454,208 +449,42 @@ fn sort_by_key(
 
 /// A TypeError from comparing tied keys, re-raised naming `tie_break` (the original as cause).
 fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
-    if !e.is_instance_of::<PyTypeError>(py) {
+    if !e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) {
         return e;
     }
-    let err = PyTypeError::new_err(format!(
-        "tie_break='key': tied keys cannot be compared ({})",
-        e.value(py)
-    ));
+    let err = type_error(
+        "tie_break",
+        format!(
+            "tie_break='key': tied keys cannot be compared ({})",
+            e.value(py)
+        ),
+    );
     err.set_cause(py, Some(e));
     err
 }
 
-/// Reciprocal Rank Fusion of ranked lists (each best first): `fuse(lists, method="rrf", ...)`.
-///
-/// Every counted occurrence of a key at rank r (1-based position in the list as given) of list i
-/// contributes weights[i] / (k + r). A key's score is the sum of its contributions added in
-/// ascending order of value from 0.0, so list order never changes a score's bits. Hits are
-/// ordered by score descending; ties by first appearance in the interleaved scan (rank 1 of every
-/// list, then rank 2, ...) or, with tie_break="key", by the key ascending. The whole contract:
-/// docs/semantics.md.
-///
-/// Args:
-///     lists: iterables of hashable keys (dict semantics: 1, 1.0 and True are one key).
-///     k: finite real >= 0.
-///     weights: one finite real per list (default 1.0); a list of weight 0 is skipped entirely.
-///     window: read only the first `window` items of each list (int >= 1).
-///     duplicates: "first" (only the best occurrence in a list counts), "sum" (all count) or
-///         "error" (ValueError).
-///     tie_break: "best_rank" or "key".
-///     offset, limit: the page of the ordered hits (after min_score).
-///     min_score: drop hits whose returned score is below it.
-///     normalize: divide scores by the best possible score (sum of w/(k+1) over positive weights).
-///     scores: per list, its raw scores (reals, not NaN; or None for the list), aligned with the
-///         list; carried into traces only.
-///     trace: give every hit its contributions.
-///
-/// Returns:
-///     A list of Hit, best first; a hit is the tuple (key, score).
-///
-/// Raises:
-///     TypeError: an argument of the wrong type, an unhashable key, incomparable tied keys with
-///         tie_break="key". The message names the argument.
-///     ValueError: a wrong value (negative or non-finite k, weights of the wrong length or not
-///         finite, window < 1, negative offset/limit, unknown duplicates/tie_break, normalize
-///         without a positive weight, a repeated key with duplicates="error", a score
-///         overflowing to infinity).
-///     Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
-///     or only empty lists) is not an error: it gives [].
-#[pyfunction]
-#[pyo3(
-    signature = (lists, *, k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
-                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
-                 normalize=Arg::Missing, scores=None, trace=Arg::Missing),
-    text_signature = "(lists, *, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, trace=False)"
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn rrf<'py>(
+/// `fusion(lists, scores, boost)`: one query fused, its inputs checked in order (the lists, the
+/// plan of their number, the scores, the boost). On an error, a large input's copies are freed
+/// on another thread so that the call raises at once (Ctrl-C, say).
+pub fn call<'py>(
     py: Python<'py>,
+    fusion: &Fusion,
     lists: &Bound<'py, PyAny>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    tie_break: Arg<'py>,
-    offset: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    min_score: Option<Bound<'py, PyAny>>,
-    normalize: Arg<'py>,
-    scores: Option<Bound<'py, PyAny>>,
-    trace: Arg<'py>,
-) -> PyResult<Bound<'py, PyList>> {
-    fuse(
-        py,
-        lists,
-        Arg::Missing,
-        None,
-        k,
-        weights,
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
-        scores,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        trace,
-    )
-}
-
-/// Fusion of ranked lists (each best first) by `method`: Reciprocal Rank Fusion and the rank-
-/// and score-based methods of ranx, Elasticsearch, OpenSearch, Qdrant and Weaviate, traced.
-/// The whole contract, every formula and edge case: docs/semantics.md, "Fusion methods".
-///
-/// Args:
-///     lists: iterables of hashable keys, best first (dict semantics: 1, 1.0 and True are one
-///         key). A key's rank is its 1-based position in the list as given.
-///     method: rank-based "rrf" (default), "rbc", "isr", "log_isr", "logn_isr", "bordafuse",
-///         "condorcet"; score-based "sum", "wsum", "mnz", "anz", "gmnz", "max", "min", "med",
-///         "wmnz", "mixed", "dbsf", "relative_score", "arithmetic_mean", "geometric_mean",
-///         "harmonic_mean".
-///     norm: a score-based method's normalisation of each list: "none" (default), "min-max",
-///         "max", "sum", "z-score", "l2", "rank", "borda", "dbsf". dbsf and relative_score
-///         normalise with their own ("dbsf", "min-max").
-///     k: rrf's constant (default 60). weights: one finite real per list, for weighted methods
-///         (rrf, rbc, bordafuse, condorcet, wsum, wmnz, mixed, relative_score and the means).
-///     window, duplicates, tie_break, offset, limit, min_score: as rrf's. normalize: rrf only.
-///     scores: per list, its raw scores (reals, not NaN), aligned with the list: needed (and
-///         finite) where a score-based method's norm reads them, carried into traces otherwise.
-///     lower_is_better: per list, True when its scores are distances (negated before the norm).
-///     phi: rbc's persistence (0 <= phi < 1, needed). gamma: gmnz's exponent (needed).
-///     sigma: logn_isr's (0 <= sigma <= 1, default 0.01).
-///     boost, boost_weight: a mapping key -> finite value and its weight w (both or neither):
-///         each fused key with a value gets w * (v - min) / (max - min) added (min and max over
-///         those keys; a span of 0 adds 0).
-///     trace: give every hit its contributions (with raw and normalised scores) and what its
-///         method did with them (factor, divisor, boost).
-///
-/// Returns:
-///     A list of Hit, best first; a hit is the tuple (key, score).
-///
-/// Raises:
-///     TypeError / ValueError naming the argument, as rrf; a parameter given to a method that
-///     does not use it (k with "wsum", weights with "sum", norm with "rrf", ...) is a ValueError
-///     naming both; a score-based method without the scores it reads is a ValueError.
-#[pyfunction]
-#[pyo3(
-    signature = (lists, *, method=Arg::Missing, norm=None, k=Arg::Missing, weights=None,
-                 window=None, duplicates=Arg::Missing, tie_break=Arg::Missing,
-                 offset=Arg::Missing, limit=None, min_score=None, normalize=Arg::Missing,
-                 scores=None, lower_is_better=None, phi=None, gamma=None, sigma=None,
-                 boost=None, boost_weight=None, trace=Arg::Missing),
-    text_signature = "(lists, *, method='rrf', norm=None, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, lower_is_better=None, phi=None, gamma=None, sigma=None, boost=None, boost_weight=None, trace=False)"
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn fuse<'py>(
-    py: Python<'py>,
-    lists: &Bound<'py, PyAny>,
-    method: Arg<'py>,
-    norm: Option<Bound<'py, PyAny>>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    tie_break: Arg<'py>,
-    offset: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    min_score: Option<Bound<'py, PyAny>>,
-    normalize: Arg<'py>,
-    scores: Option<Bound<'py, PyAny>>,
-    lower_is_better: Option<Bound<'py, PyAny>>,
-    phi: Option<Bound<'py, PyAny>>,
-    gamma: Option<Bound<'py, PyAny>>,
-    sigma: Option<Bound<'py, PyAny>>,
-    boost: Option<Bound<'py, PyAny>>,
-    boost_weight: Option<Bound<'py, PyAny>>,
-    trace: Arg<'py>,
+    scores: Option<&Bound<'py, PyAny>>,
+    boost: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let mut query = Query {
         lists: extract_lists(lists)?,
         raw_scores: Vec::new(),
     };
-    let n = query.lists.len();
-    let fuse = || {
-        let mut params = fusion_params(
-            method,
-            norm,
-            k,
-            weights,
-            Some(n),
-            window,
-            duplicates,
-            tie_break,
-            offset,
-            limit,
-            min_score,
-            normalize,
-        )?;
-        let plan = query_plan(&params, n, false)?;
+    let fuse = |query: &mut Query<'py>| {
+        let plan = fusion.plan(query.lists.len())?;
         query.raw_scores = extract_raw_scores(scores, &query.lists, &plan)?;
-        let boost = method_params(
-            &mut params,
-            Some(n),
-            lower_is_better,
-            phi,
-            gamma,
-            sigma,
-            boost,
-            boost_weight,
-        )?;
-        let trace = trace.or(false, |v| flag(v, "trace"))?;
-        let plan = query_plan(&params, n, false)?;
-        Engine::fuse_once(trace, py, &query, &plan, &boost)
+        let boost = extract_boost(boost, fusion)?;
+        Engine::fuse_once(fusion.trace, py, query, &plan, &boost)
     };
-    let out = fuse();
+    let out = fuse(&mut query);
     if out.is_err() && query.lists.iter().map(|l| l.len()).sum::<usize>() >= DETACH_MIN_ITEMS {
-        // Raised at once (Ctrl-C, say): the copies of large lists are freed on another thread.
         let Query { lists, raw_scores } = query;
         signals::free_later(
             py,
@@ -666,87 +495,38 @@ pub fn fuse<'py>(
     out
 }
 
-/// "queries[q]: <message>" for a plain TypeError/ValueError of query q (the reference's rule);
-/// any other exception (raised by a key itself) is returned unchanged.
-fn in_query(py: Python<'_>, q: usize, e: PyErr) -> PyErr {
-    let ty = e.get_type(py);
-    let message = format!("queries[{q}]: {}", e.value(py));
-    if ty.is(py.get_type::<PyTypeError>()) {
-        PyTypeError::new_err(message)
-    } else if ty.is(py.get_type::<PyValueError>()) {
-        PyValueError::new_err(message)
-    } else {
-        e
-    }
-}
-
-/// `[rrf(lists, **kwargs) for lists in queries]` in one call, with the keyword arguments checked
-/// once.
-///
-/// `weights` applies to every query (one per list: a query with another number of lists is a
-/// ValueError); `scores`, when given, holds one entry per query, passed as that query's `scores`.
-/// A TypeError/ValueError of query q reads "queries[q]: <rrf's message>"; exceptions raised by the
-/// keys themselves (their __hash__ or __eq__) propagate unchanged. The queries are fused one after
-/// the other on the calling thread (a loop of `rrf` is as fast: the work per query is small), so
-/// `threads` is only checked (an int >= 1).
-#[pyfunction]
-#[pyo3(
-    signature = (queries, *, k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
-                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
-                 normalize=Arg::Missing, scores=None, trace=Arg::Missing, threads=None),
-    text_signature = "(queries, *, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, scores=None, trace=False, threads=None)"
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn rrf_many<'py>(
+/// `[fusion(lists, scores=scores[q]) for q, lists in enumerate(queries)]`, fused one after the
+/// other on the calling thread with one engine (a loop of calls is as fast: the work per query
+/// is small), `threads` only checked. Our errors of query q are located there
+/// (`queries[q]: ...`); exceptions raised by the keys themselves propagate unchanged.
+pub fn many<'py>(
     py: Python<'py>,
+    fusion: &Fusion,
     queries: &Bound<'py, PyAny>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    tie_break: Arg<'py>,
-    offset: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    min_score: Option<Bound<'py, PyAny>>,
-    normalize: Arg<'py>,
-    scores: Option<Bound<'py, PyAny>>,
-    trace: Arg<'py>,
-    threads: Option<Bound<'py, PyAny>>,
+    scores: Option<&Bound<'py, PyAny>>,
+    threads: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let queries = as_tuple(queries, "queries")?;
-    let params = fusion_params(
-        Arg::Missing,
-        None,
-        k,
-        weights,
-        None,
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
-    )?;
-    let scores = match scores {
+    let scores = match scores.filter(|s| !s.is_none()) {
         None => None,
         Some(s) => {
-            let s = as_tuple(&s, "scores")?;
+            let s = as_tuple(s, "scores")?;
             if s.len() != queries.len() {
-                return Err(PyValueError::new_err(format!(
-                    "scores has {} entries for {} queries",
-                    s.len(),
-                    queries.len()
-                )));
+                return Err(value_error(
+                    "scores",
+                    format!(
+                        "scores has {} entries for {} queries",
+                        s.len(),
+                        queries.len()
+                    ),
+                ));
             }
             Some(s)
         }
     };
-    let trace = trace.or(false, |v| flag(v, "trace"))?;
-    if let Some(t) = threads {
-        integer(&t, "threads", 1)?;
-    }
-    let mut engine = Engine::take(trace);
+    super::arrays::thread_count(threads.cloned())?;
+    fusion.check_boost(false)?;
+    let mut engine = Engine::take(fusion.trace);
     let out = PyList::empty(py);
     let mut fuse_all = || {
         for (q, lists) in queries.iter().enumerate() {
@@ -754,12 +534,12 @@ pub fn rrf_many<'py>(
             py.check_signals()?;
             let mut one = || {
                 let lists = extract_lists(&lists)?;
-                let plan = query_plan(&params, lists.len(), true)?;
+                let plan = fusion.plan(lists.len())?;
                 let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
-                let raw_scores = extract_raw_scores(raw, &lists, &plan)?;
-                engine.fuse(py, &Query { lists, raw_scores }, &plan, &None, trace)
+                let raw_scores = extract_raw_scores(raw.as_ref(), &lists, &plan)?;
+                engine.fuse(py, &Query { lists, raw_scores }, &plan, &None, fusion.trace)
             };
-            out.append(one().map_err(|e| in_query(py, q, e))?)?;
+            out.append(one().map_err(|e| located(py, e, At::Query(q)))?)?;
         }
         Ok::<_, PyErr>(())
     };
