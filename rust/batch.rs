@@ -15,7 +15,7 @@ use hashbrown::HashMap;
 
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
-use crate::fusion::{params, trace, Hasher, IdTable, Plan, Rows, Trace, Workspace};
+use crate::fusion::{params, trace, Caller, Hasher, IdTable, Plan, Rows, Trace, Workspace};
 use crate::memory::Buffer;
 use crate::pool;
 
@@ -284,17 +284,15 @@ fn fuse_chunk(
                 .zip(lists)
                 .map(|(s, l)| s.map(|s| &s[q * l.cols()..(q + 1) * l.cols()])),
         );
-        let fused = check_row_scores(&row_lists, &row_scores, pad, plan.reads_scores())
-            .and_then(|()| {
-                ws.fuse(
+        let fused =
+            check_row_scores(&row_lists, &row_scores, pad, plan.reads_scores()).and_then(|()| {
+                ws.run(
+                    plan,
                     &mut Rows::new(&row_lists, Some(pad), table),
                     &row_scores,
-                    plan,
+                    &mut BoostById(extra.boost),
+                    &Cancel::none(),
                 )
-            })
-            .and_then(|()| match extra.boost {
-                Some(boost) => ws.boost(plan, |_, key, _| Ok::<_, Error>(boost.get(&key).copied())),
-                None => Ok(()),
             });
         if let Err(error) = fused {
             first_error.fetch_min(q, AtomicOrdering::Relaxed);
@@ -303,7 +301,6 @@ fn fuse_chunk(
                 .at(At::Row(q));
             return Err((q, error));
         }
-        ws.rank(plan);
         let page = ws.page();
         chunk.counts.push(page.len());
         chunk.ids.extend(page.iter().map(|&id| ws.key(id)));
@@ -322,6 +319,15 @@ fn fuse_chunk(
         chunk.trace_offsets.push(chunk.trace.len());
     }
     Ok(chunk)
+}
+
+/// A batch's boost: values by id.
+struct BoostById<'a>(Option<&'a HashMap<i64, f64, Hasher>>);
+
+impl Caller<Error> for BoostById<'_> {
+    fn boost(&mut self, key: i64, _: (u32, u32)) -> Result<Option<f64>, Error> {
+        Ok(self.0.and_then(|b| b.get(&key).copied()))
+    }
 }
 
 /// The scores of one row are raw scores where an id is (the score of a pad is never read):

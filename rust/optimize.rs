@@ -25,7 +25,8 @@
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key, KeyRef, Problem, Result, Stage};
 use crate::fusion::engine::descending_bits;
-use crate::fusion::{canonical_sum, Duplicates, Method, Norm, Plan, TieBreak};
+use crate::fusion::methods::Combine;
+use crate::fusion::{canonical_sum, kernel, Duplicates, Method, Norm, Plan, TieBreak};
 use crate::pool;
 
 /// A traced fusion of `rows` rows: per row `counts[r]` hits; hit j of row r is the key
@@ -325,15 +326,12 @@ fn score_row(
                 continue; // not held, or a list of weight 0: not read
             }
             let position = (rank - 1) as u32;
-            terms.push(if rank_based {
-                plan.rank_term(list, position as usize)
+            let v = if rank_based {
+                f64::NAN
             } else {
-                let v = values[at + list];
-                match method {
-                    Method::Wsum | Method::RelativeScore | Method::Mixed => w * v,
-                    _ => v,
-                }
-            });
+                values[at + list]
+            };
+            terms.push(kernel::term(plan, list, position, v));
             weights.push(w);
             first = first.min(u64::from(position) << 32 | list as u64);
         }
@@ -372,19 +370,44 @@ fn score_row(
     }
 }
 
-/// A hit's score from its terms (one per list read that holds it) and those lists' weights, as
-/// the engine computes it (`Workspace::push_score` for rank values, `Scored::score` else).
+/// A hit's score from its terms (one per list read that holds it) and those lists' weights:
+/// the kernel's [`kernel::combine`], as the engine scores it.
 fn score_of(plan: &Plan, terms: &mut [f64], weights: &mut [f64]) -> f64 {
-    let present = terms.len() as f64;
-    let total = canonical_sum(terms);
-    match plan.fusion.method {
-        Method::Isr => total * present,
-        Method::LogIsr => total * present.ln(),
-        Method::LognIsr => total * (present + plan.fusion.sigma()).ln(),
-        Method::Mixed => total * present.sqrt(),
-        Method::Wmnz => total * canonical_sum(weights),
-        Method::Gmnz => total * present.powf(plan.fusion.gamma.unwrap_or(1.0)),
-        _ => total,
+    let mut parts = HitParts { terms, weights };
+    kernel::combine(plan, plan.fusion.method.combine(), &mut parts).score
+}
+
+/// A traced hit as the kernel's [`kernel::Parts`]: one term and weight per list holding it (the
+/// methods scored from a trace sum their terms, times a factor of those lists).
+struct HitParts<'a> {
+    terms: &'a mut [f64],
+    weights: &'a mut [f64],
+}
+
+impl kernel::Parts for HitParts<'_> {
+    fn terms(&mut self) -> &mut [f64] {
+        self.terms
+    }
+
+    fn values(&mut self) -> &mut [f64] {
+        self.terms
+    }
+
+    fn present(&self) -> usize {
+        self.terms.len()
+    }
+
+    fn present_weights(&mut self) -> f64 {
+        canonical_sum(self.weights)
+    }
+
+    fn kept(&mut self, _: Combine) -> kernel::Kept {
+        // (No mean is scored from a trace: `check` refuses them.)
+        kernel::Kept {
+            weights: f64::NAN,
+            terms: f64::NAN,
+            count: 0,
+        }
     }
 }
 

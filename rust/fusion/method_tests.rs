@@ -992,16 +992,19 @@ fn page_bits(
 
 #[test]
 fn the_untraced_layouts_score_as_the_traced_one() {
-    // Untraced, at most 8 lists and no summed duplicates, the engine scores from its dense
-    // layout (and two lists take a loop of their own); traced, from every key's occurrences.
-    // The same bits, and the same errors, for every method and norm.
+    // Untraced, at most 8 lists and no summed duplicates, the kernel scores from the dense
+    // layout's slots (terms made before the scan, or positions turned into terms after it;
+    // two lists read two slots with no branch); the general layout's rank terms from the
+    // grouped occurrences; traced, everything from every key's contributions. The same bits,
+    // and the same errors, for every method and norm.
     let mut rng = crate::testing::Rng(0x9e37_79b9_7f4a_7c15);
     let values: [f64; 11] = [
         -2.5, -1.0, -0.0, 0.0, 0.25, 1.0, 1.0, 3.0, 7.25, 1e300, -1e300,
     ];
     let (mut compared, mut pairs) = (0, 0);
-    for _ in 0..200 {
-        let n_lists = rng.pick(&[1, 2, 2, 2, 3]);
+    for _ in 0..300 {
+        // (9 lists: the general layout, as summed duplicates are.)
+        let n_lists = rng.pick(&[1, 2, 2, 2, 3, 9]);
         let ids: Vec<Vec<i64>> = (0..n_lists)
             .map(|_| {
                 let len = rng.below(10) as usize;
@@ -1031,7 +1034,12 @@ fn the_untraced_layouts_score_as_the_traced_one() {
                 .map(|_| rng.pick(&[1.0, 0.5, 2.0, 0.0, -1.0]))
                 .collect::<Vec<f64>>()
         });
-        let duplicates = rng.pick(&[Duplicates::First, Duplicates::First, Duplicates::Error]);
+        let duplicates = rng.pick(&[
+            Duplicates::First,
+            Duplicates::First,
+            Duplicates::Error,
+            Duplicates::Sum,
+        ]);
         let norms = std::iter::once(None).chain(Norm::names().map(Norm::from_name));
         for norm in norms.collect::<Vec<_>>() {
             for name in Method::names() {

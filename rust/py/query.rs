@@ -13,8 +13,10 @@ use super::keys::{exact_ints, PyInterner};
 use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::{At, Error};
-use crate::fusion::params::{self, TieBreak};
-use crate::fusion::{Fusion, IdTable, Interned, Plan, Rows, Scores, Trace, Workspace};
+use crate::fusion::params;
+use crate::fusion::{
+    Caller, Firsts, Fusion, IdTable, Interned, Nothing, Plan, Rows, Scores, Trace, Workspace,
+};
 
 /// One query's input: its lists (tuples: they cannot change while the core reads them) and,
 /// per list, the caller's raw scores (only carried into traces).
@@ -152,6 +154,56 @@ impl From<Error> for Failed {
     }
 }
 
+/// What a Python call adds to its fusion: the boost's values (a dict looked up with Python's
+/// `==`, signals checked as it goes) and, for keys that are not exact ints, the order of tied
+/// keys by Python's own `sorted`.
+struct PyCaller<'a, 'py> {
+    py: Python<'py>,
+    lists: &'a [Bound<'py, PyTuple>],
+    boost: Option<&'a Bound<'py, PyDict>>,
+    looked_up: usize,
+    orders_ties: bool,
+}
+
+impl Caller<Failed> for PyCaller<'_, '_> {
+    fn boost(&mut self, _: i64, (l, p): (u32, u32)) -> Result<Option<f64>, Failed> {
+        let Some(values) = self.boost else {
+            return Ok(None);
+        };
+        self.looked_up += 1;
+        if self.looked_up % SIGNALS_EVERY == 0 {
+            self.py.check_signals().map_err(Failed::Py)?;
+        }
+        let key = self.lists[l as usize]
+            .get_item(p as usize)
+            .map_err(Failed::Py)?;
+        let value = values.get_item(key).map_err(Failed::Py)?;
+        value
+            .map(|v| v.extract::<f64>())
+            .transpose()
+            .map_err(Failed::Py)
+    }
+
+    fn orders_ties(&self) -> bool {
+        self.orders_ties
+    }
+
+    fn order_ties(&mut self, group: &mut [u32], firsts: &Firsts<'_>) -> Result<(), Failed> {
+        let ordered = (|| {
+            let sorted = self.py.import("builtins")?.getattr("sorted")?;
+            let keys = group
+                .iter()
+                .map(|&id| {
+                    let (l, p) = firsts.get(id);
+                    self.lists[l as usize].get_item(p as usize)
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            sort_by_key(self.py, &sorted, group, keys)
+        })();
+        ordered.map_err(Failed::Py)
+    }
+}
+
 /// The reusable state of a call: the engine's workspace, an id table, a trace buffer.
 pub struct Engine {
     ws: Workspace,
@@ -238,71 +290,37 @@ impl Engine {
             Signals::none()
         };
         let cancel = signals.cancel();
-        let core = |e| fusion_error(py, e, lists);
         let ints = exact_ints(py, lists, &read)?;
-        if let Some(ints) = &ints {
+        let mut caller = PyCaller {
+            py,
+            lists,
+            boost: boost.as_ref(),
+            looked_up: 0,
+            // Exact ints are ordered by value in Rust; other keys by Python.
+            orders_ties: ints.is_none(),
+        };
+        let fused = if let Some(ints) = &ints {
             let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
-            let mut fuse =
-                || ws.fuse_cancellable(&mut Rows::new(&rows, None, table), &scores, plan, &cancel);
-            let fused = if large { py.detach(fuse) } else { fuse() };
-            signals.raise()?;
-            fused.map_err(core)?;
+            let mut keys = Rows::new(&rows, None, table);
+            if large && boost.is_none() {
+                // Nothing of Python's in the way: every step with the GIL released.
+                py.detach(|| ws.run(plan, &mut keys, &scores, &mut Nothing, &cancel))
+                    .map_err(Failed::Core)
+            } else {
+                ws.run(plan, &mut keys, &scores, &mut caller, &cancel)
+            }
         } else {
             let mut interner = PyInterner::new(py, lists)?;
-            let fused = ws.fuse_cancellable(
-                &mut Interned::new(&read, |l, p, _| interner.intern(l, p).map_err(Failed::Py)),
-                &scores,
-                plan,
-                &cancel,
-            );
-            signals.raise()?;
-            match fused {
-                Ok(()) => {}
-                Err(Failed::Core(e)) => return Err(core(e)),
-                Err(Failed::Py(e)) => return Err(e),
-            }
-        }
-        if let Some(values) = boost {
-            let mut looked_up = 0usize;
-            let boosted = ws.boost(plan, |_, _, (l, p)| {
-                looked_up += 1;
-                if looked_up % SIGNALS_EVERY == 0 {
-                    py.check_signals().map_err(Failed::Py)?;
-                }
-                let key = lists[l as usize].get_item(p as usize).map_err(Failed::Py)?;
-                let value = values.get_item(key).map_err(Failed::Py)?;
-                value
-                    .map(|v| v.extract::<f64>())
-                    .transpose()
-                    .map_err(Failed::Py)
-            });
-            match boosted {
-                Ok(()) => {}
-                Err(Failed::Core(e)) => return Err(core(e)),
-                Err(Failed::Py(e)) => return Err(e),
-            }
-        }
-        // Exact ints are ordered by value in Rust; other keys by Python.
-        let ranked = if plan.fusion.tie_break == TieBreak::Key && ints.is_none() {
-            let sorted = py.import("builtins")?.getattr("sorted")?;
-            ws.rank_groups(plan, &cancel, |group, firsts| {
-                let keys = group
-                    .iter()
-                    .map(|&id| {
-                        let (l, p) = firsts.get(id);
-                        lists[l as usize].get_item(p as usize)
-                    })
-                    .collect::<PyResult<Vec<_>>>()?;
-                sort_by_key(py, &sorted, group, keys)
-            })
-        } else if large {
-            py.detach(|| ws.rank_cancellable(plan, &cancel))
-                .map_err(PyErr::from)
-        } else {
-            ws.rank_cancellable(plan, &cancel).map_err(PyErr::from)
+            let mut keys =
+                Interned::new(&read, |l, p, _| interner.intern(l, p).map_err(Failed::Py));
+            ws.run(plan, &mut keys, &scores, &mut caller, &cancel)
         };
         signals.raise()?;
-        ranked?;
+        match fused {
+            Ok(()) => {}
+            Err(Failed::Core(e)) => return Err(fusion_error(py, e, lists)),
+            Err(Failed::Py(e)) => return Err(e),
+        }
         self.hits(py, query, plan, &scores, trace)
     }
 

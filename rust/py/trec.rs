@@ -364,7 +364,9 @@ fn fuse_run_files<'py>(
     fusion: &Bound<'py, PyAny>,
     tag: &[u8],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let plan = fusion_arg(fusion)?.plan(files.len())?;
+    let fusion = fusion_arg(fusion)?;
+    let plan = fusion.plan(files.len())?;
+    fusion.check_boost(false)?; // (run files have no boost values)
     let core: Vec<CoreRunFile<'_>> = files
         .iter()
         .map(|f| {

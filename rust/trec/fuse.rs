@@ -21,10 +21,10 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use super::write::push_line;
-use super::RunQuery;
+use super::{py_str_cmp, RunQuery};
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
-use crate::fusion::{params, Interned, Interner, Plan, Workspace};
+use crate::fusion::{params, Caller, Firsts, Interned, Interner, Plan, Workspace};
 
 /// One parsed run file: its bytes and its queries (byte ranges of `data`), as
 /// [`super::parse_run`] returns them.
@@ -92,6 +92,24 @@ impl QueryTable {
     }
 }
 
+/// Orders tied doc ids with `tie_break="key"` as Python orders their decoded text.
+struct ByDocId<'a>(&'a [&'a [&'a [u8]]]);
+
+impl Caller<Error> for ByDocId<'_> {
+    fn orders_ties(&self) -> bool {
+        true
+    }
+
+    fn order_ties(&mut self, group: &mut [u32], firsts: &Firsts<'_>) -> Result<(), Error> {
+        let id = |key: u32| {
+            let (list, position) = firsts.get(key);
+            self.0[list as usize][position as usize]
+        };
+        group.sort_by(|&a, &b| py_str_cmp(id(a), id(b)));
+        Ok(())
+    }
+}
+
 /// Fuses query `i` of `table` and appends its lines to `out`.
 #[allow(clippy::too_many_arguments)]
 fn fuse_query(
@@ -142,19 +160,19 @@ fn fuse_query(
         Vec::new()
     };
     let mut interner = Interner::new(&slices);
-    ws.fuse_cancellable(
+    ws.run(
+        plan,
         &mut Interned::new(&lens, |l, p, next| {
             Ok::<_, Error>(interner.intern(l, p, next))
         }),
         &scores,
-        plan,
+        &mut ByDocId(&slices),
         cancel,
     )
     .map_err(|e| {
         e.with_key(|l, p| Some(Key::Bytes(slices[l][p].to_vec())))
             .at(At::Qid(qid.to_vec()))
     })?;
-    ws.rank_cancellable(plan, cancel)?;
     out.reserve(ws.page().len() * (qid.len() + tag.len() + 48));
     for (rank, &id) in ws.page().iter().enumerate() {
         push_line(
