@@ -531,6 +531,53 @@ impl Workspace {
         self.scored
             .normalise(plan, &self.read, scores, counted, cancel)?;
         let valuer = Valuer::new(plan, self.scored.norms(), &self.n_read, self.n_keys);
+        let n_keys = self.n_keys;
+        // A score fusion: each list's terms made at once, as before the scan but normalised
+        // over the items counted.
+        if plan.reads_scores()
+            && self
+                .terms
+                .after_scan(plan, &self.read, scores, self.scored.norms())
+        {
+            let (read, terms) = (&self.read, &self.terms);
+            let term_of = |slot: usize, position: u32| {
+                if position == kernel::UNRANKED {
+                    let v = valuer.value(read[slot], position, f64::NAN);
+                    kernel::term(plan, read[slot], position, v)
+                } else {
+                    terms.term(slot, position as usize)
+                }
+            };
+            let (info, slots) = (&mut self.keys, &mut self.slot_values);
+            // Every term the slots hold finite: else the contributions, which report the
+            // first value or score that is not.
+            if !terms.terms.iter().all(|v| v.is_finite())
+                && !(0..n_keys).all(|k| {
+                    (0..stride).all(|s| {
+                        info[k].seen >> s & 1 == 0
+                            || term_of(s, slots[k * stride + s] as u32).is_finite()
+                    })
+                })
+            {
+                return self.score_by_contributions(plan, scores, cancel);
+            }
+            // The geometric and harmonic means: which values each key keeps (bit 8 + slot).
+            if !terms.kept.is_empty() {
+                for (k, info) in info.iter_mut().enumerate().take(n_keys) {
+                    for s in 0..stride {
+                        if info.seen >> s & 1 == 1 && terms.kept(s, slots[k * stride + s] as usize)
+                        {
+                            info.seen |= 1 << (8 + s);
+                        }
+                    }
+                }
+            }
+            let seen = |k: usize| info[k].seen;
+            kernel::fill_slots(plan, read, slots, n_keys, stride, seen, term_of, cancel)?;
+            return self.score_by_slots(plan, cancel);
+        }
+        // The rank-based values (BordaFuse, the borda norm), or a list without scores.
+        let (read, info, slot_values) = (&self.read, &self.keys, &self.slot_values);
         let raw = |slot: usize, position: u32| kernel::raw(scores, read[slot], position);
         let value =
             |slot: usize, position: u32| valuer.value(read[slot], position, raw(slot, position));
@@ -547,6 +594,9 @@ impl Workspace {
             return self.score_by_contributions(plan, scores, cancel);
         }
         let seen = |k: usize| info[k].seen;
+        let term_of = |slot: usize, position: u32| {
+            kernel::term(plan, read[slot], position, value(slot, position))
+        };
         kernel::fill_slots(
             plan,
             read,
@@ -554,7 +604,7 @@ impl Workspace {
             n_keys,
             stride,
             seen,
-            value,
+            term_of,
             cancel,
         )?;
         self.score_by_slots(plan, cancel)
@@ -1201,6 +1251,7 @@ impl Workspace {
     /// method did with them (factor, divisor; NaN: nothing); `scores` are the raw scores the
     /// query was fused with. Needs a workspace made with `trace = true` (else the dense layout
     /// has not kept where they came from).
+    #[inline(always)]
     pub fn contributions(
         &self,
         id: u32,
@@ -1217,27 +1268,56 @@ impl Workspace {
         }
         // The rank terms of the key's occurrences, made again (see `fuse_cancellable`).
         debug_assert!(self.keep_occurrences, "a workspace without traces");
+        let (at, n) = (i * self.stride, self.count(i));
+        // With two lists the slots still hold the terms in scan order (a sum of two values does
+        // not sort them); with more, the canonical sum may have sorted them: made again.
+        let pair = self.stride == 2;
+        let no_scores = scores.iter().all(Option::is_none);
         let start = out.len();
-        let at = i * self.stride;
-        out.extend(self.slot_occurrences[at..at + self.count(i)].iter().map(
-            |&(list, position)| Contribution {
+        for j in 0..n {
+            let (list, position) = self.slot_occurrences[at + j];
+            out.push(Contribution {
                 list,
                 position,
-                value: plan.rank_term(list as usize, position as usize),
-                raw: kernel::raw(scores, list as usize, position),
+                value: if pair {
+                    self.slot_values[at + j]
+                } else {
+                    plan.rank_term(list as usize, position as usize)
+                },
+                raw: if no_scores {
+                    f64::NAN
+                } else {
+                    kernel::raw(scores, list as usize, position)
+                },
                 normalized: f64::NAN,
-            },
-        ));
-        let mine = &mut out[start..];
-        mine.sort_unstable_by_key(|c| (c.list, c.position));
-        let applied = kernel::applied(plan, mine, mine.len());
-        (applied.factor, applied.divisor)
+            });
+        }
+        match &mut out[start..] {
+            [] | [_] => {}
+            [a, b] => {
+                if (b.list, b.position) < (a.list, a.position) {
+                    std::mem::swap(a, b);
+                }
+            }
+            mine => mine.sort_unstable_by_key(|c| (c.list, c.position)),
+        }
+        // (One contribution per list holding the key: its rank term.)
+        match plan.fusion.method.combine() {
+            Combine::Times(f) => (kernel::factor(plan, f, n, || f64::NAN), f64::NAN),
+            _ => (f64::NAN, f64::NAN),
+        }
     }
 
     /// The trace of the page: every hit's contributions and what its method did with them, in
     /// page order.
     pub fn trace(&self, plan: &Plan, scores: Scores<'_>, out: &mut Trace) {
         out.clear();
+        let n = self.page.len();
+        out.offsets.reserve(n);
+        out.factors.reserve(n);
+        out.divisors.reserve(n);
+        out.boosts.reserve(n);
+        out.contributions.reserve(n * self.stride.max(1));
         let at = |v: &[f64], id: u32| v.get(id as usize).copied().unwrap_or(f64::NAN);
         for &id in &self.page {
             let (factor, divisor) = self.contributions(id, plan, scores, &mut out.contributions);

@@ -767,7 +767,8 @@ struct SlotParts<'a> {
     present: u64,
     kept: u64,
     all: u64,
-    sums: &'a WeightSums,
+    /// The weight sums, for the methods that read them.
+    sums: Option<&'a WeightSums>,
 }
 
 impl Parts for SlotParts<'_> {
@@ -788,7 +789,7 @@ impl Parts for SlotParts<'_> {
 
     #[inline(always)]
     fn present_weights(&mut self) -> f64 {
-        self.sums.of(self.present)
+        self.sums.map_or(f64::NAN, |s| s.of(self.present))
     }
 
     #[inline(always)]
@@ -803,7 +804,7 @@ impl Parts for SlotParts<'_> {
             self.kept
         };
         Kept {
-            weights: self.sums.of(bits),
+            weights: self.sums.map_or(f64::NAN, |s| s.of(bits)),
             terms,
             count: ones(bits),
         }
@@ -838,26 +839,58 @@ where
     S: Fn(usize) -> u64,
     F: Fn(usize) -> (u32, u32),
 {
+    // One loop per combination, `how` a constant in each (`combine`'s match folds away).
+    macro_rules! with {
+        ($how:expr) => {
+            slots_with::<PAIR, S, F>(q, values, out, cancel, $how)
+        };
+    }
+    match q.plan.fusion.method.combine() {
+        Combine::Sum => with!(Combine::Sum),
+        Combine::Times(f) => with!(Combine::Times(f)),
+        Combine::PerList => with!(Combine::PerList),
+        Combine::Max => with!(Combine::Max),
+        Combine::Min => with!(Combine::Min),
+        Combine::Median => with!(Combine::Median),
+        Combine::ArithmeticMean => with!(Combine::ArithmeticMean),
+        Combine::GeometricMean => with!(Combine::GeometricMean),
+        Combine::HarmonicMean => with!(Combine::HarmonicMean),
+        Combine::Copeland => with!(Combine::Copeland),
+    }
+}
+
+#[inline(always)]
+fn slots_with<const PAIR: bool, S, F>(
+    q: &Dense<'_, S, F>,
+    values: &mut [f64],
+    out: &mut Vec<f64>,
+    cancel: &Cancel<'_>,
+    how: Combine,
+) -> Result<()>
+where
+    S: Fn(usize) -> u64,
+    F: Fn(usize) -> (u32, u32),
+{
     let plan = q.plan;
-    let how = plan.fusion.method.combine();
-    let sums = WeightSums::new(plan, q.read);
-    // Which slots a key fills: its count (scan order), or every list read (by slot, filled).
+    let weighed = how.is_mean() || how == Combine::Times(Factor::PresentWeights);
+    let sums = weighed.then(|| WeightSums::new(plan, q.read));
     let all = (1u64 << q.read.len()) - 1;
-    let reads_count = !matches!(how, Combine::Sum);
+    // Only a plain sum of two slots reads neither the key's lists nor how many there are.
+    let reads_seen = !PAIR || how != Combine::Sum;
     let stride = if PAIR { 2 } else { q.stride };
     let (fill, borda) = fills(plan);
-    out.reserve(q.n_keys);
     let base = out.len();
+    out.resize(base + q.n_keys, 0.0);
     for block in (0..q.n_keys).step_by(POLL_KEYS) {
         cancel.check()?;
         let end = (block + POLL_KEYS).min(q.n_keys);
-        for key in block..end {
-            let at = key * stride;
-            let seen = if reads_count || !PAIR {
-                (q.seen)(key)
-            } else {
-                0
-            };
+        let dst = &mut out[base + block..base + end];
+        let slots = &mut values[block * stride..end * stride];
+        for ((key, terms), score) in (block..end)
+            .zip(slots.chunks_exact_mut(stride))
+            .zip(dst.iter_mut())
+        {
+            let seen = if reads_seen { (q.seen)(key) } else { 0 };
             let (held, kept) = (seen & 0xFF, seen >> 8 & 0xFF);
             let count = if q.by_slot && fill {
                 q.read.len()
@@ -865,22 +898,21 @@ where
                 ones(held)
             };
             let terms = if PAIR {
-                &mut values[at..at + 2]
+                terms
             } else if q.by_slot {
-                let slots = &mut values[at..at + q.read.len()];
                 if !fill {
                     // The lists holding the key first (their order changes no result).
                     let mut n = 0;
-                    for slot in 0..slots.len() {
+                    for slot in 0..terms.len() {
                         if held >> slot & 1 == 1 {
-                            slots[n] = slots[slot];
+                            terms[n] = terms[slot];
                             n += 1;
                         }
                     }
                 }
-                &mut slots[..count]
+                &mut terms[..count]
             } else {
-                &mut values[at..at + count]
+                &mut terms[..count]
             };
             let mut parts = SlotParts {
                 terms,
@@ -888,13 +920,15 @@ where
                 present: if borda { all } else { held },
                 kept,
                 all,
-                sums: &sums,
+                sums: sums.as_ref(),
             };
-            out.push(combine(plan, how, &mut parts).score);
+            *score = combine(plan, how, &mut parts).score;
         }
-        let block_scores = &out[base + block..];
-        if let Some(i) = block_scores.iter().position(|s| !s.is_finite()) {
-            let (key, score) = (block + i, block_scores[i]);
+        if let Some(i) = out[base + block..base + end]
+            .iter()
+            .position(|s| !s.is_finite())
+        {
+            let (key, score) = (block + i, out[base + block + i]);
             out.truncate(base + key);
             return Err(fused_not_finite(plan, (q.first)(key), score));
         }
@@ -904,8 +938,8 @@ where
 
 /// A deferred dense scan's slots (key k's position in slot s at `values[k * stride + s]` when
 /// bit s of `seen(k)` is set) turned into terms, in place: every slot of a key gets a term, the
-/// unranked one where the key is missing when the method fills (else +0.0). `value(s, p)` is
-/// the value of the s-th list read's item at position p ([`UNRANKED`]: its fill-in).
+/// unranked one where the key is missing when the method fills (else +0.0). `term_of(s, p)` is
+/// the term of the s-th list read's item at position p ([`UNRANKED`]: its fill-in's).
 #[allow(clippy::too_many_arguments)]
 pub fn fill_slots(
     plan: &Plan,
@@ -914,7 +948,7 @@ pub fn fill_slots(
     n_keys: usize,
     stride: usize,
     seen: impl Fn(usize) -> u64,
-    value: impl Fn(usize, u32) -> f64,
+    term_of: impl Fn(usize, u32) -> f64,
     cancel: &Cancel<'_>,
 ) -> Result<()> {
     let (fill, _) = fills(plan);
@@ -922,8 +956,8 @@ pub fn fill_slots(
     // The fill-in term of each list, once per query.
     let mut unranked = [0.0f64; DENSE_MAX];
     if fill {
-        for (slot, &list) in read.iter().enumerate() {
-            unranked[slot] = term(plan, list, UNRANKED, value(slot, UNRANKED));
+        for (slot, fill_in) in unranked.iter_mut().enumerate().take(l) {
+            *fill_in = term_of(slot, UNRANKED);
         }
     }
     for key in 0..n_keys {
@@ -932,10 +966,9 @@ pub fn fill_slots(
         }
         let bits = seen(key);
         let at = key * stride;
-        for (slot, &list) in read.iter().enumerate().take(l) {
+        for slot in 0..l {
             values[at + slot] = if bits >> slot & 1 == 1 {
-                let position = values[at + slot] as u32;
-                term(plan, list, position, value(slot, position))
+                term_of(slot, values[at + slot] as u32)
             } else {
                 unranked[slot]
             };
@@ -1114,13 +1147,7 @@ impl Terms {
                     terms.extend(rank.iter().map(|&v| value_term(t, w, v)))
                 });
             } else {
-                // One loop per norm and term (each simple enough to vectorise).
-                let terms = &mut self.terms;
-                per_variant(norm, |norm| {
-                    per_term(t, |t| {
-                        terms.extend(row.iter().map(|&x| value_term(t, w, norm.apply(s * x))))
-                    })
-                });
+                self.push_terms(t, w, s, norm, row);
             }
             // A normalised value that is not finite, or a term that overflows (the
             // contributions' path reports the score it makes); a hole's value is never read.
@@ -1145,6 +1172,60 @@ impl Terms {
             }
             self.starts[slot] = start;
             self.holes[slot] = holes;
+        }
+        true
+    }
+
+    /// Appends the term of every score of `row` (of sign `s`, normalised by `norm`) for a list
+    /// of weight `w`: one loop per norm and term, each simple enough to vectorise.
+    fn push_terms(&mut self, t: Term, w: f64, s: f64, norm: ListNorm, row: &[f64]) {
+        let terms = &mut self.terms;
+        per_variant(norm, |norm| {
+            per_term(t, |t| {
+                terms.extend(row.iter().map(|&x| value_term(t, w, norm.apply(s * x))))
+            })
+        });
+    }
+
+    /// The terms of every item of the windows of the lists read, each list normalised by its
+    /// `norms` (of its counted items, [`Scored::normalise`]): for a scan that skipped a repeat,
+    /// whose norms are only known after it. The same values, bit for bit, as [`Valuer::value`]
+    /// and [`term`] of each item. Holes and repeats get terms too (never read): whether the
+    /// terms read are finite is the caller's to check. False (the contributions' path then
+    /// scores, and reports what is wrong) when a list read has no scores or, for a mean, a
+    /// value is not finite or, for the arithmetic mean, negative.
+    pub fn after_scan(
+        &mut self,
+        plan: &Plan,
+        read: &[usize],
+        scores: Scores<'_>,
+        norms: &[ListNorm],
+    ) -> bool {
+        let (t, how) = (plan.fusion.method.term(), plan.fusion.method.combine());
+        let keeps = matches!(how, Combine::GeometricMean | Combine::HarmonicMean);
+        self.terms.clear();
+        self.kept.clear();
+        for (slot, &list) in read.iter().enumerate() {
+            let Some(row) = scores.get(list).copied().flatten() else {
+                return false;
+            };
+            let row = &row[..plan.read_len(list, row.len())];
+            let (w, s, norm) = (plan.weights[list], sign(plan, list), norms[list]);
+            self.starts[slot] = self.terms.len();
+            if !how.is_mean() {
+                self.push_terms(t, w, s, norm, row);
+                continue;
+            }
+            for &x in row {
+                let v = norm.apply(s * x);
+                if !v.is_finite() || (how == Combine::ArithmeticMean && v < 0.0) {
+                    return false;
+                }
+                if keeps {
+                    self.kept.push(u8::from(v > 0.0));
+                }
+                self.terms.push(value_term(t, w, v));
+            }
         }
         true
     }
