@@ -35,7 +35,9 @@ from __future__ import annotations
 import json
 import math
 import operator
+import os
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -46,6 +48,7 @@ try:
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
     from psycopg.pq import TransactionStatus
     from psycopg_pool import ConnectionPool
 except ImportError as error:  # pragma: no cover -- the extra is missing
@@ -216,21 +219,28 @@ class PostgresStore:
         self._kind: str | None = None  # the id column's type, once the table exists
         self._local = threading.local()  # .conn: this thread's snapshot connection
         self._lock = threading.RLock()  # a single connection of the caller's: one thread at a time
-        self._registered: set[int] = set()  # id()s of connections with pgvector's adapters
+        # the connections given pgvector's adapters
+        self._registered: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
         self._pool: ConnectionPool | None = None
         self._connection: psycopg.Connection[Any] | None = None
         self._owns_pool = False
         if isinstance(dsn_or_connection, str):
-            options = {"autocommit": True, "connect_timeout": max(1, math.ceil(connect_timeout))}
+            options: dict[str, Any] = {
+                "autocommit": True,
+                "connect_timeout": max(1, math.ceil(connect_timeout)),
+            }
             if statement_timeout is not None:
-                options["options"] = f"-c statement_timeout={int(statement_timeout * 1000)}"
+                # added to the DSN's own options (or PGOPTIONS'), which a keyword would replace
+                given = conninfo_to_dict(dsn_or_connection).get("options")
+                given = os.environ.get("PGOPTIONS", "") if given is None else given
+                timeout = f"-c statement_timeout={int(statement_timeout * 1000)}"
+                options["options"] = f"{given} {timeout}".strip()
             self._ensure_extension(dsn_or_connection, options)
             self._pool = ConnectionPool(
                 dsn_or_connection,
                 min_size=1,
                 max_size=pool_size,
                 kwargs=options,
-                configure=register_vector,
                 timeout=connect_timeout + (statement_timeout or 0),
                 open=True,
             )
@@ -244,8 +254,12 @@ class PostgresStore:
                 "dsn_or_connection must be a str, a psycopg.Connection or a "
                 f"psycopg_pool.ConnectionPool, got {type(dsn_or_connection).__name__}"
             )
-        self._names()
-        self._read_schema()
+        try:
+            self._names()
+            self._read_schema()
+        except BaseException:
+            self.close()
+            raise
 
     # --- connections and transactions -----------------------------------------------------------
 
@@ -259,23 +273,29 @@ class PostgresStore:
 
     @contextmanager
     def _checkout(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection for this thread alone: the pool's, or the caller's one under the lock."""
+        """A connection for this thread alone: the pool's, or the caller's one under the lock;
+        given pgvector's adapters the first time the store sees it."""
         if self._pool is not None:
             with self._pool.connection() as conn:
+                self._register(conn)
                 yield conn
             return
         conn = self._connection
         if conn is None:
             raise RuntimeError("the store is closed")
         with self._lock:
-            if id(conn) not in self._registered:
-                installed = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-                if installed.fetchone() is None:
-                    with conn.transaction():
-                        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                register_vector(conn)
-                self._registered.add(id(conn))
+            self._register(conn)
             yield conn
+
+    def _register(self, conn: psycopg.Connection[Any]) -> None:
+        if conn in self._registered:
+            return
+        with conn.transaction():  # leaves no transaction of ours open
+            installed = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+            if installed.fetchone() is None:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+        self._registered.add(conn)
 
     @contextmanager
     def _reading(self, transaction: bool = False) -> Iterator[psycopg.Connection[Any]]:
