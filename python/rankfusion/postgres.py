@@ -472,7 +472,7 @@ class PostgresStore:
                 sql.SQL("INSERT INTO {} (documents, tokens) VALUES (0, 0)").format(self._stats),
                 sql.SQL(
                     """
-                    CREATE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+                    CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$
                     DECLARE
                         n bigint := 0; l bigint := 0; dn bigint; dl bigint;
                     BEGIN
