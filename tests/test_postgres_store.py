@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 
 import rankfusion
 from rankfusion import SQLiteStore, hybrid_search
-from rankfusion.postgres import Document, PostgresStore
+from rankfusion.postgres import Document, MetadataMatch, PostgresStore
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "cranfield"
@@ -85,13 +85,21 @@ def test_same_methods_and_signatures_as_sqlite_store():
         "__len__",
     ]
     for name in methods:
-        sqlite = inspect.signature(getattr(SQLiteStore, name)).parameters
-        postgres = inspect.signature(getattr(PostgresStore, name)).parameters
-        assert [(p.name, p.kind, p.default) for p in sqlite.values()] == [
-            (p.name, p.kind, p.default) for p in postgres.values()
+        sqlite = list(inspect.signature(getattr(SQLiteStore, name)).parameters.values())
+        postgres = list(inspect.signature(getattr(PostgresStore, name)).parameters.values())
+        assert [(p.name, p.kind, p.default) for p in sqlite] == [
+            (p.name, p.kind, p.default) for p in postgres[: len(sqlite)]
         ], name
+        # the searches take a filter besides: keyword-only, optional
+        extra = [(p.name, p.kind, p.default) for p in postgres[len(sqlite) :]]
+        assert extra == (
+            [("where", inspect.Parameter.KEYWORD_ONLY, None)] if "search" in name else []
+        ), name
     assert isinstance(PostgresStore.dim, property) and isinstance(SQLiteStore.dim, property)
-    assert PostgresStore.filtering == SQLiteStore.filtering == "none"
+
+
+def test_filtering_is_declared_by_the_index(store):
+    assert store.filtering == ("pre" if store.index is None else "post")
 
 
 def test_protocols_and_records(store):
@@ -632,3 +640,115 @@ def test_hybrid_search_equals_the_one_statement_sql_rrf(cranfield_stores):
     assert [(h.id, h.score) for h in hybrid_search(store, "the of", query_embeddings[0])] == (
         store.sql_rrf("the of", query_embeddings[0])
     )
+
+
+# --- filters ------------------------------------------------------------------------------------
+
+
+def test_metadata_match_is_the_same_predicate_in_sql_and_in_python(pg_dsn):
+    values = [1, 1.0, 2, "1", "a", True, False, None, [1], {"x": 1}, 1.5]
+    metadata = [{"v": v} for v in values] + [{}, {"w": 1}, {"v": 1, "w": "a"}]
+    n = len(metadata)
+    s = PostgresStore(pg_dsn, dim=2, index=None)
+    s.add_documents(list(range(n)), ["wing"] * n, np.ones((n, 2)), metadata=metadata)
+    records = s.get_many(range(n))
+    for fields in [{"v": 1}, {"v": 1.0}, {"v": "1"}, {"v": True}, {"v": False}, {"v": None},
+                   {"v": 1.5}, {"v": 1, "w": "a"}, {"w": 1}, {}, {"missing": None}]:  # fmt: skip
+        match = MetadataMatch(fields)
+        in_python = {i for i, record in records.items() if match(record)}
+        in_sql = set(ids(s.keyword_search("wing", n, where=match)))
+        assert in_sql == in_python == set(ids(s.vector_search([1, 1], n, where=match))), fields
+    assert set(ids(s.keyword_search("wing", n, where=MetadataMatch(v=1)))) == {0, 1, 13}
+    s.close()
+
+
+def test_metadata_match_rejects_what_sql_cannot_hold():
+    for fields, exc in [
+        ({"v": [1]}, TypeError),
+        ({"v": {"x": 1}}, TypeError),
+        ({"v": float("nan")}, ValueError),
+        ({"v": "a\x00"}, ValueError),
+        ({1: "a"}, TypeError),
+    ]:
+        with pytest.raises(exc):
+            MetadataMatch(fields)
+    assert MetadataMatch({"a": 1}, b=2).fields == {"a": 1, "b": 2}
+
+
+@pytest.fixture(scope="module")
+def buckets(cranfield_stores):
+    """The Cranfield stores with metadata {"bucket": i % 50}: 28 documents a bucket."""
+    dsn, stores, embeddings, queries, query_embeddings = cranfield_stores
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in ("cranfield_exact", "cranfield_hnsw"):
+            conn.execute(
+                f"UPDATE {table} SET metadata = jsonb_build_object('bucket', id::int % 50)"
+            )
+    yield cranfield_stores
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in ("cranfield_exact", "cranfield_hnsw"):
+            conn.execute(f"UPDATE {table} SET metadata = NULL")
+
+
+def filtered(ranking, records, predicate, k):
+    return [(id, score) for id, score in ranking if predicate(records[id])][:k]
+
+
+def test_filters_come_before_the_top_k(buckets):
+    """Exact vector search and keyword search with a filter return the top k of the documents
+    it accepts -- the unfiltered ranking, filtered, cut at k -- whether the filter is SQL (a
+    MetadataMatch) or a Python predicate streamed over the ranking."""
+    _, stores, _, queries, query_embeddings = buckets
+    store = stores["exact"]
+    records = store.get_many(str(i) for i in range(1, 1401))
+    match = MetadataMatch(bucket=7)
+    python = lambda doc: doc.metadata["bucket"] == 7
+    for (_, text), query in zip(queries[:10], query_embeddings[:10]):
+        everything = store.vector_search(query, 2000)
+        expected = filtered(everything, records, match, 10)
+        assert len(expected) == 10
+        assert store.vector_search(query, 10, where=match) == expected
+        assert store.vector_search(query, 10, where=python) == expected
+        keyword = store.keyword_search(text, 2000)
+        expected = filtered(keyword, records, match, 10)
+        assert store.keyword_search(text, 10, where=match) == expected
+        assert store.keyword_search(text, 10, where=python) == expected
+    with pytest.raises(TypeError, match="where must be callable"):
+        store.keyword_search("wing", 5, where="bucket = 7")
+
+
+def test_hnsw_with_a_filter_is_a_post_filter_that_iterative_scan_fills(buckets):
+    """With HNSW a SQL WHERE filters the rows the index yields: with pgvector's defaults
+    (ef_search 40, no iterative scan) a filter that keeps 1 document in 50 leaves about one of
+    the 10 asked for; the store's iterative scan keeps the index going until 10 match, and finds
+    the exact filtered top 10 (or nearly: the graph is approximate)."""
+    _, stores, _, _, query_embeddings = buckets
+    store, exact = stores["hnsw"], stores["exact"]
+    match = MetadataMatch(bucket=7)
+    defaults, recalls = [], []
+    for query in query_embeddings[:20]:
+        with store.snapshot():
+            rows = store.snapshot_connection.execute(
+                "SELECT id FROM cranfield_hnsw WHERE NOT deleted AND embedding IS NOT NULL "
+                "AND metadata @> %s::jsonb ORDER BY embedding <=> %s LIMIT 10",
+                [match.json, query],
+            ).fetchall()
+        defaults.append(len(rows))
+        found = store.vector_search(query, 10, where=match)
+        assert len(found) == 10 and all(int(id) % 50 == 7 for id in ids(found))
+        truth_ids = set(ids(exact.vector_search(query, 10, where=match)))
+        recalls.append(len(truth_ids & set(ids(found))) / 10)
+    assert max(defaults) < 10 and np.mean(defaults) < 3, defaults
+    assert np.mean(recalls) >= 0.95, recalls
+
+
+def test_hybrid_search_with_a_filter(buckets):
+    _, stores, _, queries, query_embeddings = buckets
+    for store in stores.values():
+        (_, text), query = queries[3], query_embeddings[3]
+        sql_filter = hybrid_search(store, text, query, limit=10, where=MetadataMatch(bucket=7))
+        python = hybrid_search(
+            store, text, query, limit=10, where=lambda doc: doc.metadata["bucket"] == 7
+        )
+        assert sql_filter == python and len(sql_filter) == 10
+        assert all(h.record.metadata == {"bucket": 7} for h in sql_filter)

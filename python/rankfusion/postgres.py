@@ -58,7 +58,7 @@ except ImportError as error:  # pragma: no cover -- the extra is missing
 
 from .sqlite_store import Document
 
-__all__ = ["Document", "PostgresStore"]
+__all__ = ["Document", "MetadataMatch", "PostgresStore"]
 
 Metric = Literal["cosine", "l2", "ip"]
 
@@ -141,6 +141,58 @@ def _limit(k: Any) -> int:
     return min(operator.index(k), _LIMIT_MAX)
 
 
+def _json_equal(stored: Any, wanted: Any) -> bool:
+    """JSON equality of a stored metadata value and a scalar, as jsonb compares them: a bool only
+    equals a bool, null only null, numbers by value, strings by value, nothing else equal."""
+    if isinstance(wanted, bool) or isinstance(stored, bool):
+        return type(stored) is bool and type(wanted) is bool and stored == wanted
+    if wanted is None or stored is None:
+        return wanted is None and stored is None
+    if isinstance(wanted, str) or isinstance(stored, str):
+        return isinstance(stored, str) and isinstance(wanted, str) and stored == wanted
+    if isinstance(wanted, (int, float)) and isinstance(stored, (int, float)):
+        return bool(stored == wanted)
+    return False
+
+
+class MetadataMatch:
+    """A filter that runs in SQL: the documents whose metadata hold every given key with an
+    equal JSON scalar (``metadata @> '{"lang": "en"}'``). Values are str, int, finite float,
+    bool or None; a bool matches only a bool and None only null, numbers match by value (``1``
+    matches ``1.0``), and a key absent from a document never matches.
+
+    It is also the same predicate in Python, ``match(record) -> bool``, so ``hybrid_search(...,
+    where=MetadataMatch(lang="en"))`` filters in SQL inside the searches and again, identically,
+    in-engine. ``TypeError``/``ValueError`` for keys that are not str, other values, NaN, NUL."""
+
+    def __init__(self, fields: Mapping[str, Any] | None = None, /, **more: Any) -> None:
+        merged = {**(fields or {}), **more}
+        for key, value in merged.items():
+            if not isinstance(key, str):
+                raise TypeError(f"metadata keys must be str, got {type(key).__name__} {key!r}")
+            if not (value is None or isinstance(value, (str, bool, int, float))):
+                raise TypeError(
+                    f"metadata value of {key!r} must be a JSON scalar (str, int, float, bool or "
+                    f"None), got {type(value).__name__}"
+                )
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"metadata value of {key!r} must be finite, got {value!r}")
+        self.fields: dict[str, Any] = merged
+        self.json = json.dumps(merged, allow_nan=False)
+        if "\\u0000" in self.json:
+            raise ValueError("metadata keys and values must not contain NUL")
+
+    def __call__(self, record: Any) -> bool:
+        metadata = getattr(record, "metadata", None) or {}
+        return all(
+            key in metadata and _json_equal(metadata[key], value)
+            for key, value in self.fields.items()
+        )
+
+    def __repr__(self) -> str:
+        return f"MetadataMatch({self.fields!r})"
+
+
 class PostgresStore:
     """Documents in PostgreSQL: a keyword index (full-text search ranked by BM25), a vector index
     (pgvector, HNSW or exact) and a record store (``get``/``get_many``/``live_ids``, soft
@@ -168,12 +220,11 @@ class PostgresStore:
       stop words (as ``SQLiteStore``'s ``stopwords``).
     - ``k1``, ``b``: BM25's parameters.
 
-    ``filtering = "none"``: the searches cannot apply ``hybrid_search``'s Python ``where``
-    predicate, so the pipeline widens each pool and filters the records in-engine (inside the
-    snapshot). See docs/postgres.md for SQL filters and how HNSW makes a ``WHERE`` a post-filter.
+    ``filtering`` is ``"pre"`` (exact search) or ``"post"`` (HNSW): the searches take
+    ``hybrid_search``'s ``where`` -- a ``MetadataMatch`` as a SQL ``WHERE``, any other predicate
+    in Python over the ranked rows -- and the pipeline applies it again to the records in-engine
+    (inside the snapshot). See ``filtering`` and docs/postgres.md.
     """
-
-    filtering = "none"
 
     def __init__(
         self,
@@ -731,9 +782,62 @@ class PostgresStore:
             ).fetchone()
         return int(row[0])
 
+    # --- filters ----------------------------------------------------------------------------
+
+    @property
+    def filtering(self) -> str:
+        """How the searches apply a ``where`` filter (see ``rankfusion.hybrid``): ``"pre"``
+        with ``index=None`` -- the filter is part of the search (a SQL ``WHERE`` for a
+        ``MetadataMatch``; any other predicate is applied in Python to the ranked rows as a
+        server-side cursor streams them), so a search returns ``k`` matching documents when
+        there are that many; ``"post"`` with ``index="hnsw"``: pgvector applies a ``WHERE`` to
+        the rows the HNSW index yields, and its iterative scan (``strict_order``) keeps the index
+        yielding until ``k`` rows match or ``hnsw.max_scan_tuples`` rows (20,000 by default)
+        have been visited -- so a very selective filter can return fewer than ``k``. Keyword
+        search filters before its top ``k`` either way (BM25's statistics stay the whole
+        table's)."""
+        return "pre" if self.index is None else "post"
+
+    def _filter(self, where: Any) -> tuple[sql.Composable | None, dict, Callable | None]:
+        """(a SQL condition on the table aliased ``f``, its parameters, a Python predicate)."""
+        if where is None:
+            return None, {}, None
+        if isinstance(where, MetadataMatch):
+            return sql.SQL("f.metadata @> %(match)s::jsonb"), {"match": where.json}, None
+        if callable(where):
+            return None, {}, where
+        raise TypeError(f"where must be callable or None, got {type(where).__name__} {where!r}")
+
+    def _stream(
+        self,
+        conn: psycopg.Connection[Any],
+        statement: sql.Composable,
+        params: dict,
+        predicate: Callable[[Any], Any],
+        k: int,
+    ) -> list[tuple[Any, Any]]:
+        """The first ``k`` rows (id, value) of ``statement`` -- (id, value, title, text,
+        metadata) rows -- whose document satisfies ``predicate``, read by a server-side cursor
+        in growing batches (the statement runs once, inside the caller's transaction)."""
+        found: list[tuple[Any, Any]] = []
+        batch = max(min(k, 1000), 50)
+        with conn.cursor(name=f"rankfusion_{threading.get_ident()}") as cursor:
+            cursor.execute(statement, params)
+            while len(found) < k:
+                rows = cursor.fetchmany(batch)
+                for id, value, title, text, metadata in rows:
+                    if predicate(Document(id, title, text, metadata or {})):
+                        found.append((id, value))
+                        if len(found) == k:
+                            break
+                if len(rows) < batch:
+                    break
+                batch = min(2 * batch, 10_000)
+        return found
+
     # --- the keyword index ----------------------------------------------------------------------
 
-    def keyword_sql(self) -> sql.Composed:
+    def keyword_sql(self, where: sql.Composable | None = None) -> sql.Composed:
         """The keyword search as one SQL statement, with the parameters ``config``, ``text``,
         ``stopwords``, ``k1``, ``b`` and ``k``: (id, pk, score) rows, best first. The query's
         terms are the lexemes of ``to_tsvector(config, text)`` (stemmed, the configuration's stop
@@ -741,7 +845,11 @@ class PostgresStore:
         BM25 (Lucene's idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``) from its term frequencies
         (the positions of the lexeme in its ``tsvector``), its length (tokens) and the
         statistics table (N live documents, their mean length); ties go to the earlier-added
-        document (``pk``)."""
+        document (``pk``). ``where``: a condition on the table aliased ``f``, applied after
+        scoring (the statistics stay the whole table's), before the ``LIMIT``."""
+        join = sql.SQL("")
+        if where is not None:
+            join = sql.SQL("JOIN {t} f ON f.pk = m.pk AND ({where})").format(t=self._t, where=where)
         return sql.SQL(
             r"""
             WITH terms AS (
@@ -769,14 +877,14 @@ class PostgresStore:
                 / (m.tf + %(k1)s::float8 * (1.0::float8 - %(b)s::float8 + %(b)s::float8 * m.length
                    / (s.tokens::float8 / nullif(s.documents, 0))))
             ) AS score
-            FROM matches m JOIN df USING (lexeme) CROSS JOIN {stats} s
+            FROM matches m JOIN df USING (lexeme) CROSS JOIN {stats} s {join}
             GROUP BY m.pk, m.id
             ORDER BY score DESC, m.pk
             LIMIT %(k)s
             """
-        ).format(t=self._t, stats=self._stats)
+        ).format(t=self._t, stats=self._stats, join=join)
 
-    def _keyword_params(self, text: str, k: int) -> dict[str, Any]:
+    def _keyword_params(self, text: str, k: int | None) -> dict[str, Any]:
         return {
             "config": self.text_config,
             "text": text.replace("\x00", " "),
@@ -786,20 +894,36 @@ class PostgresStore:
             "k": k,
         }
 
-    def keyword_search(self, text: str, k: int) -> list[tuple[int | str, float]]:
+    def keyword_search(
+        self, text: str, k: int, *, where: Callable[[Any], Any] | None = None
+    ) -> list[tuple[int | str, float]]:
         """The ``k`` best live documents for ``text`` by BM25 (see ``keyword_sql``), as (id,
         score) pairs, best first (higher is better). User text is never parsed as query syntax:
         its words are stemmed and OR-ed; a NUL separates words. A text of no term (empty, only
         punctuation or stop words) or ``k <= 0`` returns []; a ``k`` larger than the store (of
-        any size) returns every match. ``text`` must be a str (``TypeError``)."""
+        any size) returns every match. ``text`` must be a str (``TypeError``).
+
+        ``where``: only documents it accepts (see ``filtering``): a ``MetadataMatch`` becomes a
+        SQL condition; any other callable is called with each ranked document (a ``Document``)
+        until ``k`` are accepted."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__} {text!r}")
         k = _limit(k)
+        condition, extra, predicate = self._filter(where)
         if k <= 0 or self._kind is None:
             return []
-        with self._reading() as conn:
-            rows = conn.execute(self.keyword_sql(), self._keyword_params(text, k)).fetchall()
-        return [(row[0], row[2]) for row in rows]
+        params = {**self._keyword_params(text, k), **extra}
+        if predicate is None:
+            with self._reading() as conn:
+                rows = conn.execute(self.keyword_sql(condition), params).fetchall()
+            return [(row[0], row[2]) for row in rows]
+        params["k"] = None  # LIMIT NULL: every match, streamed
+        statement = sql.SQL(
+            "SELECT r.id, r.score, f.title, f.text, f.metadata FROM ({ranked}) r "
+            "JOIN {t} f ON f.pk = r.pk ORDER BY r.score DESC, r.pk"
+        ).format(ranked=self.keyword_sql(), t=self._t)
+        with self._reading(transaction=True) as conn:
+            return self._stream(conn, statement, params, predicate, k)
 
     # --- the vector index -----------------------------------------------------------------------
 
@@ -808,28 +932,31 @@ class PostgresStore:
         """The dimension of the stored embeddings; None before the table exists (unless given)."""
         return self._dim
 
-    def vector_sql(self) -> sql.Composed:
+    def vector_sql(self, where: sql.Composable | None = None) -> sql.Composed:
         """The vector search as one SQL statement, with the parameters ``vector`` and ``k``:
-        (id, pk, distance) rows, nearest first, over the live rows with an embedding. With
-        ``index="hnsw"`` the inner ``ORDER BY distance LIMIT k`` is what the HNSW index answers
-        (ties among the rows it found then go to the earlier-added one); with ``index=None``
-        every distance is computed and ties go to the earlier-added row."""
+        (id, pk, distance) rows, nearest first, over the live rows with an embedding (and
+        ``where``, a condition on the table aliased ``f``). With ``index="hnsw"`` the inner
+        ``ORDER BY distance LIMIT k`` is what the HNSW index answers (ties among the rows it
+        found then go to the earlier-added one); with ``index=None`` every distance is computed
+        and ties go to the earlier-added row."""
+        condition = sql.SQL("") if where is None else sql.SQL("AND ({})").format(where)
         if self.index == "hnsw":
             return sql.SQL(
                 """
                 SELECT id, pk, distance FROM (
-                    SELECT id, pk, embedding {op} %(vector)s AS distance FROM {t}
-                    WHERE NOT deleted AND embedding IS NOT NULL
-                    ORDER BY embedding {op} %(vector)s LIMIT %(k)s
+                    SELECT f.id, f.pk, f.embedding {op} %(vector)s AS distance FROM {t} f
+                    WHERE NOT f.deleted AND f.embedding IS NOT NULL {condition}
+                    ORDER BY f.embedding {op} %(vector)s LIMIT %(k)s
                 ) nearest ORDER BY distance, pk
                 """
-            ).format(t=self._t, op=self._op)
+            ).format(t=self._t, op=self._op, condition=condition)
         return sql.SQL(
             """
-            SELECT id, pk, embedding {op} %(vector)s AS distance FROM {t}
-            WHERE NOT deleted AND embedding IS NOT NULL ORDER BY distance, pk LIMIT %(k)s
+            SELECT f.id, f.pk, f.embedding {op} %(vector)s AS distance FROM {t} f
+            WHERE NOT f.deleted AND f.embedding IS NOT NULL {condition}
+            ORDER BY distance, f.pk LIMIT %(k)s
             """
-        ).format(t=self._t, op=self._op)
+        ).format(t=self._t, op=self._op, condition=condition)
 
     def _query_vector(self, vector: Any) -> np.ndarray:
         try:
@@ -851,23 +978,40 @@ class PostgresStore:
             [str(ef_search)],
         )
 
-    def vector_search(self, vector: Any, k: int) -> list[tuple[int | str, float]]:
+    def vector_search(
+        self, vector: Any, k: int, *, where: Callable[[Any], Any] | None = None
+    ) -> list[tuple[int | str, float]]:
         """The ``k`` live documents nearest ``vector`` by ``metric``, as (id, similarity) pairs,
         best first: similarity = 1 - cosine distance (``"cosine"``), minus the Euclidean
         distance (``"l2"``) or the inner product (``"ip"``), computed by pgvector from the
         stored float32 values (in float8). Exact with ``index=None``, approximate with HNSW (see
         ``vector_sql``). A ``k`` larger than the store (of any size) returns them all. A vector of
-        another dimension, or with NaN or infinity, is a ``ValueError``."""
+        another dimension, or with NaN or infinity, is a ``ValueError``.
+
+        ``where``: only documents it accepts, as for ``keyword_search`` (see ``filtering`` for
+        what HNSW does to it)."""
         k = _limit(k)
         query = self._query_vector(vector)
+        condition, extra, predicate = self._filter(where)
         if k <= 0 or self._kind is None:
             return []
-        with self._reading(transaction=self.index == "hnsw") as conn:
-            if self.index == "hnsw":
-                self._hnsw_settings(conn, k)
-            rows = conn.execute(self.vector_sql(), {"vector": query, "k": k}).fetchall()
+        hnsw = self.index == "hnsw"
         similarity = self._similarity
-        return [(row[0], similarity(row[2])) for row in rows]
+        params = {"vector": query, "k": k, **extra}
+        with self._reading(transaction=hnsw or predicate is not None) as conn:
+            if hnsw:
+                self._hnsw_settings(conn, k)
+            if predicate is None:
+                rows = conn.execute(self.vector_sql(condition), params).fetchall()
+                return [(row[0], similarity(row[2])) for row in rows]
+            order = sql.SQL("distance" if hnsw else "distance, f.pk")
+            statement = sql.SQL(
+                "SELECT f.id, f.embedding {op} %(vector)s AS distance, f.title, f.text, "
+                "f.metadata FROM {t} f WHERE NOT f.deleted AND f.embedding IS NOT NULL "
+                "ORDER BY {order}"
+            ).format(op=self._op, t=self._t, order=order)
+            found = self._stream(conn, statement, params, predicate, k)
+        return [(id, similarity(distance)) for id, distance in found]
 
     # --- the one-statement SQL RRF (a peer to compare with) -------------------------------------
 
