@@ -604,6 +604,20 @@ def test_exact_vector_search_is_the_numpy_ranking(cranfield_stores):
         assert set(np.flatnonzero(exact > kth + 2 * tolerance)) <= set(positions)
 
 
+def test_exact_search_stays_exact_on_a_table_with_an_hnsw_index(cranfield_stores):
+    # the planner would answer ORDER BY distance from the HNSW index (at most ef_search rows)
+    dsn, stores, _, _, query_embeddings = cranfield_stores
+    with PostgresStore(dsn, table="cranfield_hnsw", index=None) as exact_over_hnsw:
+        for query in query_embeddings[:10]:
+            assert exact_over_hnsw.vector_search(query, 300) == stores["exact"].vector_search(
+                query, 300
+            )
+            keep = lambda doc: int(doc.id) % 50 == 7
+            assert exact_over_hnsw.vector_search(query, 20, where=keep) == stores[
+                "exact"
+            ].vector_search(query, 20, where=keep)
+
+
 def test_hnsw_recall_at_100_against_exact(cranfield_stores):
     _, stores, _, _, query_embeddings = cranfield_stores
     recalls = []

@@ -950,11 +950,16 @@ class PostgresStore:
                 ) nearest ORDER BY distance, pk
                 """
             ).format(t=self._t, op=self._op, condition=condition)
+        # exact: every distance, computed apart (a MATERIALIZED CTE) so that the planner never
+        # takes an HNSW index of the table (another store's) for the ORDER BY: it would return
+        # what the index yields, at most hnsw.ef_search rows
         return sql.SQL(
             """
-            SELECT f.id, f.pk, f.embedding {op} %(vector)s AS distance FROM {t} f
-            WHERE NOT f.deleted AND f.embedding IS NOT NULL {condition}
-            ORDER BY distance, f.pk LIMIT %(k)s
+            WITH scored AS MATERIALIZED (
+                SELECT f.id, f.pk, f.embedding {op} %(vector)s AS distance FROM {t} f
+                WHERE NOT f.deleted AND f.embedding IS NOT NULL {condition}
+            )
+            SELECT id, pk, distance FROM scored ORDER BY distance, pk LIMIT %(k)s
             """
         ).format(t=self._t, op=self._op, condition=condition)
 
@@ -1004,12 +1009,18 @@ class PostgresStore:
             if predicate is None:
                 rows = conn.execute(self.vector_sql(condition), params).fetchall()
                 return [(row[0], similarity(row[2])) for row in rows]
-            order = sql.SQL("distance" if hnsw else "distance, f.pk")
-            statement = sql.SQL(
-                "SELECT f.id, f.embedding {op} %(vector)s AS distance, f.title, f.text, "
-                "f.metadata FROM {t} f WHERE NOT f.deleted AND f.embedding IS NOT NULL "
-                "ORDER BY {order}"
-            ).format(op=self._op, t=self._t, order=order)
+            if hnsw:  # what the index yields, in its order, as long as the cursor reads
+                statement = sql.SQL(
+                    "SELECT f.id, f.embedding {op} %(vector)s AS distance, f.title, f.text, "
+                    "f.metadata FROM {t} f WHERE NOT f.deleted AND f.embedding IS NOT NULL "
+                    "ORDER BY f.embedding {op} %(vector)s"
+                ).format(op=self._op, t=self._t)
+            else:  # every distance (see vector_sql), ties to the earlier-added row
+                statement = sql.SQL(
+                    "SELECT r.id, r.distance, f.title, f.text, f.metadata FROM ({ranked}) r "
+                    "JOIN {t} f ON f.pk = r.pk ORDER BY r.distance, r.pk"
+                ).format(ranked=self.vector_sql(), t=self._t)
+                params["k"] = None  # LIMIT NULL
             found = self._stream(conn, statement, params, predicate, k)
         return [(id, similarity(distance)) for id, distance in found]
 
