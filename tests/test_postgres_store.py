@@ -310,6 +310,9 @@ def test_bad_constructor_arguments(pg_dsn):
         ({"b": 2.0}, ValueError),
         ({"k1": -1}, ValueError),
         ({"text_config": "eng\x00lish"}, ValueError),
+        ({"pool_size": 0}, ValueError),
+        ({"connect_timeout": 0}, ValueError),
+        ({"statement_timeout": float("nan")}, ValueError),
     ]:
         with pytest.raises(exc):
             PostgresStore(pg_dsn, **kwargs)

@@ -219,6 +219,9 @@ class PostgresStore:
     - ``stopwords``: query words left out of keyword searches besides ``text_config``'s own
       stop words (as ``SQLiteStore``'s ``stopwords``).
     - ``k1``, ``b``: BM25's parameters.
+    - ``pool_size``, ``connect_timeout``, ``statement_timeout`` (seconds; None: the server's):
+      the pool the store opens for a connection string (libpq counts ``connect_timeout`` in
+      whole seconds, at least 2). Ignored for a pool or a connection of yours.
 
     ``filtering`` is ``"pre"`` (exact search) or ``"post"`` (HNSW): the searches take
     ``hybrid_search``'s ``where`` -- a ``MetadataMatch`` as a SQL ``WHERE``, any other predicate
@@ -259,6 +262,16 @@ class PostgresStore:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if not 0 <= b <= 1:
             raise ValueError(f"b must be between 0 and 1, got {b!r}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise ValueError(f"pool_size must be an int >= 1, got {pool_size!r}")
+        for name, value in (
+            ("connect_timeout", connect_timeout),
+            ("statement_timeout", statement_timeout),
+        ):
+            if value is None and name == "statement_timeout":
+                continue
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
         self.table = table
         self.metric: Metric = metric
         self.text_config = _check_text(text_config, "text_config")
