@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -40,11 +41,18 @@ def load_reference():
     except ImportError:
         pass
     # --- FALLBACK (only until the Rust core is built): ``import rankfusion`` fails without
-    # ``rankfusion._core``, so load _reference.py straight from its file. The module is registered
-    # in sys.modules before exec because @dataclass looks its module up there.
-    name = "_rankfusion_reference_fallback"
+    # ``rankfusion._core``, so load _reference.py (and the errors module it imports) straight
+    # from their files, as submodules of a package stub that runs no ``__init__``. A module is
+    # registered in sys.modules before exec because @dataclass looks its module up there.
+    package = "_rankfusion_reference_fallback"
+    name = f"{package}._reference"
     if name in sys.modules:
         return sys.modules[name]
+    stub = importlib.util.module_from_spec(
+        importlib.machinery.ModuleSpec(package, None, is_package=True)
+    )
+    stub.__path__ = [str(REFERENCE_PATH.parent)]
+    sys.modules[package] = stub
     spec = importlib.util.spec_from_file_location(name, REFERENCE_PATH)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
