@@ -802,3 +802,45 @@ def test_the_api_type_checks(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- any fusion of the package ------------------------------------------------------------------
+
+FUSIONS = {
+    # Elasticsearch's linear retriever: min-max normalised scores, weighted
+    "wsum/min-max": {"method": "wsum", "norm": "min-max", "weights": [0.3, 0.7]},
+    "dbsf": {"method": "dbsf"},  # Qdrant's distribution-based score fusion
+    "rrf": {"k": 60},
+}
+
+
+@pytest.mark.parametrize("name", list(FUSIONS))
+def test_hybrid_search_takes_any_fusion_with_traces_of_the_raw_scores(cranfield_stores, name):
+    """hybrid_search(store, ..., fusion=Fusion(...)) on Postgres: the hits are the fusion of the
+    store's two lists (exact search, everything live: the searches at the window), called
+    directly, bit for bit; each hit's trace carries each list's raw score -- the BM25 score, the
+    similarity -- and, for the score-based methods, what the normalisation made of it; the
+    records are the store's."""
+    _, stores, _, queries, query_embeddings = cranfield_stores
+    store = stores["exact"]
+    fusion = rankfusion.Fusion(**FUSIONS[name], trace=True)
+    for (_, text), query in zip(queries[:20], query_embeddings[:20]):
+        hits = hybrid_search(store, text, query, limit=10, window=100, fusion=fusion)
+        keyword, vector = store.keyword_search(text, 100), store.vector_search(query, 100)
+        expected = fusion.replace(limit=10)(
+            [ids(keyword), ids(vector)], [[s for _, s in keyword], [s for _, s in vector]]
+        )
+        assert [(h.id, h.score) for h in hits] == [(e.key, e.score) for e in expected]
+        raw = [dict(keyword), dict(vector)]
+        for hit, want in zip(hits, expected):
+            assert hit.contributions == want.contributions and hit.contributions
+            for c in hit.contributions:
+                assert c.score == raw[c.list_index][hit.id]
+                assert (c.normalized is None) is (name == "rrf")
+        assert [h.record for h in hits] == [store.get(h.id) for h in hits]
+        assert all(c["list"] in ("keyword", "vector") for c in hits[0].to_dict()["contributions"])
+    # the settings as keyword arguments are the same fusion
+    (_, text), query = queries[0], query_embeddings[0]
+    assert hybrid_search(store, text, query, limit=10, window=100, fusion=fusion) == (
+        hybrid_search(store, text, query, limit=10, window=100, **FUSIONS[name], trace=True)
+    )
