@@ -484,6 +484,22 @@ def test_writes_committed_during_a_hybrid_search_are_not_seen(pg_dsn):
     store.close()
 
 
+def test_live_ids_in_a_snapshot_counts_what_its_searches_found(store, pg_dsn):
+    """Inside a snapshot, the ids the store's searches returned are live at that snapshot (it
+    does not move): live_ids answers for them without asking, and asks about the others --
+    the same answer either way, whatever is committed meanwhile."""
+    with store.snapshot():
+        found = ids(store.keyword_search("boundary layer flutter", 10))
+        assert sorted(found) == [1, 2, 3, 4]
+        with PostgresStore(pg_dsn) as other:  # committed at once, after the snapshot began
+            assert other.delete(2) and other.delete(5)
+        assert store.live_ids([*found, 5, 99, "x"]) == {1, 2, 3, 4, 5}
+        assert store.get_many([2, 5]).keys() == {2, 5}
+    assert store.live_ids([1, 2, 3, 4, 5]) == {1, 3, 4}
+    with store.snapshot():  # a new snapshot: nothing carried over
+        assert store.live_ids([2, 5]) == set()
+
+
 def test_a_snapshot_is_one_repeatable_read_read_only_transaction(store):
     with store.snapshot():
         conn = store.snapshot_connection

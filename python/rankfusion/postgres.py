@@ -417,10 +417,12 @@ class PostgresStore:
             try:
                 with conn.transaction():
                     self._local.conn = conn
+                    self._local.seen = set()  # ids the searches found live in this snapshot
                     try:
                         yield self
                     finally:
                         self._local.conn = None
+                        self._local.seen = None
             finally:
                 if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
                     conn.isolation_level, conn.read_only = saved
@@ -770,13 +772,30 @@ class PostgresStore:
             ).fetchall()
         return {row[0]: Document(row[0], row[1], row[2], row[3] or {}) for row in rows}
 
+    def _found(self, hits: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """A search's hits, noted as live in this thread's snapshot (if one is open)."""
+        seen = getattr(self._local, "seen", None)
+        if seen is not None:
+            seen.update(id for id, _ in hits)
+        return hits
+
     def live_ids(self, ids: Iterable[Hashable]) -> set[int | str]:
         """The live ids among ``ids`` (as stored: ``1.0`` finds ``1``), with ONE statement
         (``id = ANY(%s)``) that reads only the ids, from the index of the live rows' ids: no
-        document is built. ``hybrid_search`` checks the candidates of both lists with it."""
+        document is built. ``hybrid_search`` checks the candidates of both lists with it.
+
+        Inside a ``snapshot()``, the ids this store's searches returned in it are live at that
+        snapshot -- they were read live in it, and a REPEATABLE READ snapshot does not move --
+        so only the other ids are asked about (none, when ``hybrid_search`` checks the
+        candidates of the store's own searches): the answer the statement would give."""
         keys = _lookup_keys(ids, self._kind)
+        seen = getattr(self._local, "seen", None)
+        known: set[int | str] = set()
+        if seen:
+            known = {key for key in keys if key in seen}
+            keys = [key for key in keys if key not in seen]
         if not keys:
-            return set()
+            return known
         with self._reading() as conn:
             rows = conn.execute(
                 sql.SQL("SELECT id FROM {} WHERE id = ANY({}) AND NOT deleted").format(
@@ -784,7 +803,7 @@ class PostgresStore:
                 ),
                 [keys],
             ).fetchall()
-        return {row[0] for row in rows}
+        return known | {row[0] for row in rows}
 
     def __len__(self) -> int:
         """The number of live documents."""
@@ -932,14 +951,14 @@ class PostgresStore:
         if predicate is None:
             with self._reading() as conn:
                 rows = conn.execute(self.keyword_sql(condition), params).fetchall()
-            return [(row[0], row[2]) for row in rows]
+            return self._found([(row[0], row[2]) for row in rows])
         params["k"] = None  # LIMIT NULL: every match, streamed
         statement = sql.SQL(
             "SELECT r.id, r.score, f.title, f.text, f.metadata FROM ({ranked}) r "
             "JOIN {t} f ON f.pk = r.pk ORDER BY r.score DESC, r.pk"
         ).format(ranked=self.keyword_sql(), t=self._t)
         with self._reading(transaction=True) as conn:
-            return self._stream(conn, statement, params, predicate, k)
+            return self._found(self._stream(conn, statement, params, predicate, k))
 
     # --- the vector index -----------------------------------------------------------------------
 
@@ -1024,7 +1043,7 @@ class PostgresStore:
                 self._hnsw_settings(conn, k)
             if predicate is None:
                 rows = conn.execute(self.vector_sql(condition), params).fetchall()
-                return [(row[0], similarity(row[2])) for row in rows]
+                return self._found([(row[0], similarity(row[2])) for row in rows])
             if hnsw:  # what the index yields, in its order, as long as the cursor reads
                 statement = sql.SQL(
                     "SELECT f.id, f.embedding {op} %(vector)s AS distance, f.title, f.text, "
@@ -1038,7 +1057,7 @@ class PostgresStore:
                 ).format(ranked=self.vector_sql(), t=self._t)
                 params["k"] = None  # LIMIT NULL
             found = self._stream(conn, statement, params, predicate, k)
-        return [(id, similarity(distance)) for id, distance in found]
+        return self._found([(id, similarity(distance)) for id, distance in found])
 
     # --- the one-statement SQL RRF (a peer to compare with) -------------------------------------
 
