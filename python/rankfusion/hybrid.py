@@ -20,14 +20,23 @@ can implement (``rankfusion.sqlite_store.SQLiteStore`` implements all three):
    per-list scores (BM25 score, similarity) in its trace and carries its record. After an ids-only check only the hits returned are hydrated
    (one more batched call); a hit deleted between the check and that call is left out, never
    returned without its record.
+
+A store may offer one more method, ``snapshot()``: a context manager inside which every read of
+the store made by this thread sees one consistent state of it (``PostgresStore``: one
+``REPEATABLE READ`` read-only transaction). ``hybrid_search`` then runs everything above -- both
+searches, the liveness check, the hydration -- inside it, so "live at one instant" holds across
+the searches too: a hit is returned only if it was live at the snapshot, and its record is the
+row as it was then, whatever writers commit meanwhile. (The snapshot covers the store's own
+methods: a ``keyword_index`` or ``vector_index`` that is another object searches outside it.)
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from ._core import Contribution, Fusion, _fuse_live_pairs, _pairs_union, pool_size, revalidate
 
@@ -208,6 +217,25 @@ def _records(store: Any, ids: list) -> dict:
     return records
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _in_snapshot(search: _F) -> _F:
+    """``search(store, ...)`` inside ``store.snapshot()`` when the store has that method (see
+    the module's docstring), else as it is."""
+
+    @functools.wraps(search)
+    def wrapper(store: Any, *args: Any, **kwargs: Any) -> Any:
+        snapshot = getattr(store, "snapshot", None)
+        if not callable(snapshot):
+            return search(store, *args, **kwargs)
+        with snapshot():
+            return search(store, *args, **kwargs)
+
+    return cast("_F", wrapper)
+
+
+@_in_snapshot
 def hybrid_search(
     store: RecordStore,
     text: str | None,
