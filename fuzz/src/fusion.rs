@@ -603,7 +603,7 @@ mod tests {
         let o = Options {
             method: Method::Rrf,
             norm: Norm::None,
-            k: 10.0,
+            k: Some(10.0),
             weights: vec![1.0, 2.0],
             window: None,
             duplicates: Duplicates::First,

@@ -39,7 +39,8 @@ except ImportError:
         'installed: pip install "rankfusion[dask]"'
     ) from None
 
-from . import frame
+from . import frame, trec
+from ._core import Fusion
 
 __all__ = ["fuse", "fuse_partition"]
 
@@ -137,6 +138,7 @@ def _by_query_index(runs: Sequence[Any], query: str) -> bool:
 
 def fuse(
     runs: Any,
+    fusion: Optional[Fusion] = None,
     *,
     query: str = "qid",
     doc: str = "docid",
@@ -146,9 +148,8 @@ def fuse(
     partitioned: Optional[bool] = None,
     npartitions: Optional[int] = None,
     order: str = "score",
-    trace: bool = False,
     threads: Optional[int] = 1,
-    **fusion: Any,
+    **settings: Any,
 ) -> Any:
     """Fuse runs held as Dask DataFrames: a lazy ``dask.dataframe.DataFrame`` with
     :func:`rankfusion.frame.fuse`'s columns (``query``, ``doc``, ``score``, ``rank``, and the
@@ -167,16 +168,18 @@ def fuse(
       partition). ``False``: always shuffle.
     - ``threads``: the threads each partition's fusion may use (default 1: Dask runs
       partitions in parallel).
-    - every other argument is ``frame.fuse``'s (``method``, ``k``, ``weights``, ``window``,
-      ``duplicates``, ``tie_break``, ``offset``, ``limit``, ``min_score``, ``normalize``,
-      ``order``, ``trace``); arguments are checked here, before anything is computed.
+    - ``fusion`` (a :class:`rankfusion.Fusion`, or its settings as keyword arguments) and
+      every other argument are ``frame.fuse``'s; the settings are checked here (against the
+      number of runs too), before anything is computed.
 
     With ``order="file"`` or ``trace=True`` each row carries its input position through the
     shuffle, and each partition restores the runs' row order before fusing. Errors in the data
     surface when the result is computed, as ``frame.fuse`` raises them (a row number then counts
     the rows of the fused partition).
     """
+    fusion = trec._fusion_of(fusion, settings)
     frame._check_names(query, doc, score, run)
+    trec._check_choice(order, "order", frame._ORDERS)
     if partitioned not in (None, True, False):
         raise TypeError(f"partitioned must be None, True or False, got {partitioned!r}")
     if npartitions is not None and (
@@ -200,18 +203,17 @@ def fuse(
             raise ValueError("a dask DataFrame with run= needs run_order (the runs, in order)")
         order_of_runs = list(run_order)
         inputs = [runs]
-    ordered = order == "file" or trace is True
+    fusion.check(len(order_of_runs))
+    ordered = order == "file" or fusion.trace
     options = dict(
-        fusion,
+        fusion=fusion,
         query=query,
         doc=doc,
         score=score,
         order=order,
-        trace=trace,
         threads=threads,
         run_order=order_of_runs,
     )
-    # every argument checked now, on no rows (frame.fuse checks them before reading any)
     columns = [query, doc, score]
     run_type = pa.array(order_of_runs).type if order_of_runs else pa.int64()
     empty = pa.table(
@@ -222,7 +224,6 @@ def fuse(
             _RUN: pa.array([], run_type),
         }
     )
-    fuse_partition(empty, run=_RUN, **options)
 
     index = _by_query_index(inputs, query)
     if run is not None:
