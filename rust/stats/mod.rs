@@ -27,6 +27,7 @@ pub use resample::exact;
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Problem, Result};
+use crate::format;
 use crate::pool;
 use rng::Xoshiro;
 
@@ -96,10 +97,11 @@ pub fn mean(values: &[f64]) -> f64 {
 
 /// The tests of `streams.len()` pairs of rows: test t compares `x[t * n .. (t + 1) * n]` with
 /// the same rows of `y`, drawing from the stream `streams[t]` of `settings.seed`. On up to
-/// `n_threads` threads, tests in parallel. Errors: rows of no values, arrays whose lengths do
-/// not match, a value that is not finite, permutations outside `1..=MAX_PERMUTATIONS`, a
-/// confidence outside (0, 1), the t-test with fewer than 2 queries (argument errors, checked
-/// before any work); `Problem::Interrupted` once `cancel` stops.
+/// `n_threads` threads, tests in parallel. Errors, checked before any work, each an argument
+/// error (`Problem::Invalid`) naming its argument: rows of no values or lengths that do not
+/// match (`x`, `y`), a value that is not finite (`x` or `y`, at the item (row t, query i)),
+/// permutations outside `1..=MAX_PERMUTATIONS`, a confidence outside (0, 1), the t-test with
+/// fewer than 2 queries (`test`); `Problem::Interrupted` once `cancel` stops.
 pub fn paired_tests(
     x: &[f64],
     y: &[f64],
@@ -143,23 +145,39 @@ pub fn paired_tests(
 
 fn check(x: &[f64], y: &[f64], n: usize, tests: usize, settings: &Settings) -> Result<()> {
     if n == 0 {
-        return Err(Error::invalid("values", "there are no queries to compare"));
-    }
-    if tests.checked_mul(n) != Some(x.len()) || x.len() != y.len() {
         return Err(Error::invalid(
-            "values",
+            "x",
+            "x has no columns: there are no queries to compare",
+        ));
+    }
+    if tests.checked_mul(n) != Some(x.len()) {
+        return Err(Error::invalid(
+            "x",
             format!(
-                "{tests} tests of {n} queries need {tests} x {n} values in x and y, got {} and {}",
+                "{tests} tests of {n} queries need {tests} x {n} values in x, got {}",
+                x.len()
+            ),
+        ));
+    }
+    if y.len() != x.len() {
+        return Err(Error::invalid(
+            "y",
+            format!(
+                "y must hold as many values as x ({}), got {}",
                 x.len(),
                 y.len()
             ),
         ));
     }
-    if let Some(v) = x.iter().chain(y).find(|v| !v.is_finite()) {
-        return Err(Error::invalid(
-            "values",
-            format!("a per-query value is not finite ({v})"),
-        ));
+    for (name, values) in [("x", x), ("y", y)] {
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            let (row, query) = (i / n, i % n);
+            let message = format!(
+                "{name}[{row}][{query}] must be finite, got {}",
+                format::float(values[i])
+            );
+            return Err(Error::invalid(name, message).at_item(row, query));
+        }
     }
     if !(1..=MAX_PERMUTATIONS).contains(&settings.permutations) {
         return Err(Error::invalid(
@@ -174,7 +192,10 @@ fn check(x: &[f64], y: &[f64], n: usize, tests: usize, settings: &Settings) -> R
     if !(c > 0.0 && c < 1.0) {
         return Err(Error::invalid(
             "confidence",
-            format!("confidence must be between 0 and 1 (exclusive), got {c}"),
+            format!(
+                "confidence must be between 0 and 1 (exclusive), got {}",
+                format::float(c)
+            ),
         ));
     }
     if settings.test == Test::T && n < 2 {

@@ -297,18 +297,53 @@ fn tests_in_parallel_equal_tests_one_by_one() {
 #[test]
 fn bad_arguments_are_errors() {
     let ok = settings(Test::Randomization, 10);
+    // (the argument named, the item (row, query) when one value is at fault)
     let run = |x: &[f64], y: &[f64], n, s: &Settings| {
-        paired_tests(x, y, n, &[0], s, 1, &Cancel::none()).map_err(|e| e.to_string())
+        paired_tests(x, y, n, &[0], s, 1, &Cancel::none())
+            .map(|_| ())
+            .map_err(|e| {
+                let item = e.item.map(|i| (i.list, i.position));
+                (e.argument().map(str::to_owned), item, e.to_string())
+            })
     };
-    assert!(run(&[], &[], 0, &ok).is_err());
-    assert!(run(&[1.0, 2.0], &[1.0], 2, &ok).is_err());
-    assert!(run(&[1.0, f64::NAN], &[1.0, 2.0], 2, &ok).is_err());
-    assert!(run(&[1.0], &[0.0], 1, &settings(Test::T, 10)).is_err());
-    assert!(run(&[1.0], &[0.0], 1, &settings(Test::Randomization, 0)).is_err());
+    let argument = |r: std::result::Result<(), (Option<String>, _, String)>| {
+        r.map_err(|(a, item, _)| (a.unwrap_or_default(), item))
+    };
+    assert_eq!(argument(run(&[], &[], 0, &ok)), Err(("x".into(), None)));
+    assert_eq!(
+        argument(run(&[1.0], &[1.0], 2, &ok)),
+        Err(("x".into(), None))
+    );
+    assert_eq!(
+        argument(run(&[1.0, 2.0], &[1.0], 2, &ok)),
+        Err(("y".into(), None))
+    );
+    let nan = run(&[1.0, f64::NAN], &[1.0, 2.0], 2, &ok);
+    assert_eq!(
+        nan.clone().map_err(|(_, _, message)| message),
+        Err("x[0][1] must be finite, got nan".into())
+    );
+    assert_eq!(argument(nan), Err(("x".into(), Some((0, Some(1))))));
+    assert_eq!(
+        argument(run(&[1.0, 2.0], &[f64::INFINITY, 2.0], 2, &ok)),
+        Err(("y".into(), Some((0, Some(0)))))
+    );
+    assert_eq!(
+        argument(run(&[1.0], &[0.0], 1, &settings(Test::T, 10))),
+        Err(("test".into(), None))
+    );
+    assert_eq!(
+        argument(run(&[1.0], &[0.0], 1, &settings(Test::Randomization, 0))),
+        Err(("permutations".into(), None))
+    );
     let mut s = ok;
     for c in [0.0, 1.0, f64::NAN, -0.5] {
         s.confidence = c;
-        assert!(run(&[1.0], &[0.0], 1, &s).is_err(), "{c}");
+        assert_eq!(
+            argument(run(&[1.0], &[0.0], 1, &s)),
+            Err(("confidence".into(), None)),
+            "{c}"
+        );
     }
     // One query: p from the two sign vectors (both as extreme), no effect size nor t interval.
     let one = paired_tests(&[1.0], &[0.0], 1, &[0], &ok, 1, &Cancel::none()).expect("valid");
