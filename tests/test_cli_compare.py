@@ -72,8 +72,11 @@ def test_compare_with_a_baseline_and_a_report(tmp_path):
         ((BM25,), "compare needs at least 2 runs"),
         ((BM25, MINILM, "--metrics", "nope"), "--metrics: unknown metric"),
         ((BM25, MINILM, "--baseline", "x.run"), "--baseline 'x.run' is none of the runs"),
-        ((BM25, MINILM, "--alpha", "2"), "alpha must be between 0 and 1"),
-        ((BM25, MINILM, "--confidence", "1"), "confidence must be between 0 and 1"),
+        ((BM25, MINILM, "--alpha", "2"), "argument --alpha: alpha must be between 0 and 1"),
+        ((BM25, MINILM, "--confidence", "1"), "argument --confidence: confidence must be between"),
+        ((BM25, MINILM, "--seed", str(2**64)), "argument --seed: seed must be below 2**64"),
+        ((BM25, MINILM, "--permutations", str(2**41)), "argument --permutations: permutations"),
+        ((BM25, BM25), "argument RUN: two runs have the same name"),
         ((BM25, MINILM, "--latex", "-"), "--latex needs a file name"),
         ((BM25, "missing.run"), "no such file: missing.run"),
     ],
@@ -106,5 +109,10 @@ def test_fuse_compare_tests_the_fusion_against_each_run(tmp_path):
     )
     assert done.stdout.endswith("\n" + want.table())
     assert [line.split()[0] for line in done.stdout.splitlines()[-3:-1]] == ["c", "c"]
+    twice = rankfusion_command(  # a run fused with itself: its two copies told apart
+        "fuse", BM25, BM25, "--qrels", QRELS, "--metrics", "ndcg@10", "--compare", "-o", out, "-q"
+    )
+    assert twice.returncode == 0, twice.stderr
+    assert f"a  {BM25} (#1)" in twice.stdout and f"b  {BM25} (#2)" in twice.stdout
     missing = rankfusion_command("fuse", BM25, MINILM, "--compare", "-o", out)
     assert missing.returncode == 2 and "--compare needs --qrels" in missing.stderr

@@ -260,28 +260,108 @@ def test_the_family_names_and_baselines(runs_of):
     assert cut.queries == tuple(trec.read_qrels(qrels))
 
 
-def test_bad_arguments(runs_of):
+@pytest.mark.parametrize(
+    "call, error, argument, where, message",
+    [
+        (lambda r, q: rankfusion.compare(r[:1], q), "value", "runs", {}, "at least two runs"),
+        (lambda r, q: rankfusion.compare(r[0], q), "type", "runs", {}, "runs must be a sequence"),
+        (
+            lambda r, q: rankfusion.compare(r, q, metrics="ndcg@10,nope"),
+            "value", "metrics", {"list": 1}, "unknown metric",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, metrics="ndcg@10,ndcg@10"),
+            "value", "metrics", {"list": 1}, "given twice",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, metrics=3),
+            "type", "metrics", {}, "metrics must be a metric name",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, baseline="x"),
+            "value", "baseline", {}, "baseline 'x' is not one of the runs",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, names=["a"]),
+            "value", "names", {}, "names has 1 names for 4 runs",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, names=["a", "b", 3, "d"]),
+            "type", "names", {"list": 2}, r"names\[2\] must be a str",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, pairs=[(0, 1), (2, 2)]),
+            "value", "pairs", {"list": 1}, r"pairs\[1\] compares",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, test="wilcoxon"),
+            "value", "test", {}, "test must be one of",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, permutations=0),
+            "value", "permutations", {}, "permutations must be >= 1",
+        ),
+        (
+            lambda r, q: rankfusion.compare(r, q, threads="2"),
+            "type", "threads", {}, "threads must be an int",
+        ),
+        (
+            lambda r, q: rankfusion.compare([r[0], r[0]], q),
+            "value", "names", {}, "two runs have the same name",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_arguments(runs_of, call, error, argument, where, message):
+    """FusionError / FusionTypeError naming the argument (and the item), before any run is read
+    (the qrels are read after the checks: a missing file is not reached)."""
     runs, qrels = runs_of("vaswani")
-    with pytest.raises(ValueError, match="at least two runs"):
-        rankfusion.compare(runs[:1], qrels)
-    with pytest.raises(TypeError, match="runs must be a sequence"):
-        rankfusion.compare(runs[0], qrels)
-    with pytest.raises(ValueError, match="unknown metric"):
-        rankfusion.compare(runs, qrels, metrics="ndcg@10,nope")
-    with pytest.raises(ValueError, match="given twice"):
-        rankfusion.compare(runs, qrels, metrics="ndcg@10,ndcg@10")
-    with pytest.raises(ValueError, match="baseline 'x' is not one of the runs"):
-        rankfusion.compare(runs, qrels, baseline="x")
-    with pytest.raises(ValueError, match="names has 1 names for 4 runs"):
-        rankfusion.compare(runs, qrels, names=["a"])
-    with pytest.raises(ValueError, match="test must be one of"):
-        rankfusion.compare(runs, qrels, test="wilcoxon")
-    with pytest.raises(ValueError, match="permutations must be >= 1"):
-        rankfusion.compare(runs, qrels, permutations=0)
-    with pytest.raises(TypeError, match="threads must be an int"):
-        rankfusion.compare(runs, qrels, threads="2")
-    with pytest.raises(ValueError, match="two runs have the same name"):
-        rankfusion.compare([runs[0], runs[0]], qrels)
+    kind = rankfusion.FusionTypeError if error == "type" else rankfusion.FusionError
+    with pytest.raises(kind, match=message) as raised:
+        call(runs, "no-such-qrels.txt")
+    e = raised.value
+    assert e.argument == argument
+    assert {name: getattr(e, name) for name in where} == where
+
+
+def test_the_cores_errors_name_their_argument():
+    """The private helpers' errors go through the binding's one error mapping: our classes, the
+    argument, the item of a value that is not finite."""
+    x = np.array([[0.1, 0.2], [0.3, np.nan]])
+    y = np.zeros((2, 2))
+    streams = np.arange(2, dtype=np.uint64)
+    kw = dict(test="randomization", permutations=10, seed=0, confidence=0.95)
+    with pytest.raises(rankfusion.FusionError) as raised:
+        _core._paired_tests(x, y, streams, **kw)
+    e = raised.value
+    assert (e.argument, e.list, e.rank, e.reason) == ("x", 1, 2, "x[1][1] must be finite, got nan")
+    bad = [
+        ({"x": [[0.1]]}, rankfusion.FusionTypeError, "x"),
+        ({"x": x.T}, rankfusion.FusionError, "x"),  # not C-contiguous
+        ({"y": np.zeros((2, 3))}, rankfusion.FusionError, "y"),
+        ({"streams": streams[:1]}, rankfusion.FusionError, "streams"),
+        ({"streams": np.arange(2)}, rankfusion.FusionTypeError, "streams"),
+        ({"test": "wilcoxon"}, rankfusion.FusionError, "test"),
+        ({"test": 1}, rankfusion.FusionTypeError, "test"),
+        ({"permutations": 0}, rankfusion.FusionError, "permutations"),
+        ({"permutations": -1}, rankfusion.FusionError, "permutations"),
+        ({"seed": 2**64}, rankfusion.FusionError, "seed"),
+        ({"seed": 1.0}, rankfusion.FusionTypeError, "seed"),
+        ({"confidence": 1.0}, rankfusion.FusionError, "confidence"),
+        ({"confidence": "0.9"}, rankfusion.FusionTypeError, "confidence"),
+        ({"threads": 0}, rankfusion.FusionError, "threads"),
+    ]
+    good = {"x": np.zeros((2, 2)), "y": y, "streams": streams, **kw}
+    for change, kind, argument in bad:
+        args = {**good, **change}
+        with pytest.raises(kind) as raised:
+            _core._paired_tests(args.pop("x"), args.pop("y"), args.pop("streams"), **args)
+        assert raised.value.argument == argument, (change, raised.value)
+    with pytest.raises(rankfusion.FusionError) as raised:
+        _core._correct(np.array([0.5]), "fdr")
+    assert raised.value.argument == "method"
+    with pytest.raises(rankfusion.FusionError) as raised:
+        _core._row_means(np.zeros((2, 0)))
+    assert raised.value.argument == "values"
 
 
 def test_json_and_tables(runs_of):

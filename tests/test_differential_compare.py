@@ -39,6 +39,14 @@ def outcome(fn, *args, **kwargs):
         return "raised", e
 
 
+def assert_same_error(got, expected) -> None:
+    """The same class, message and fields (argument, qid, list, ...)."""
+    assert type(got) is type(expected), (got, expected)
+    assert isinstance(expected, (rankfusion.FusionError, rankfusion.FusionTypeError)), expected
+    assert str(got) == str(expected), (got, expected)
+    assert got.fields() == expected.fields(), (got.fields(), expected.fields())
+
+
 def exact_fields(record) -> tuple:
     """The record with each float as its bits (so that 0.0 and -0.0 differ, NaN equals NaN)."""
 
@@ -115,11 +123,12 @@ def test_compare_matches_reference(case):
     event(f"{kwargs['test']}: {status}")
     assert got_status == status, (got, expected)
     if status == "raised":
-        assert isinstance(got, type(expected)), (got, expected)
+        assert_same_error(got, expected)
         return
     assert len(got.pairs) == len(expected)
     for mine, theirs in zip(got.pairs, expected):
-        assert exact_fields(mine) == exact_fields(theirs), (mine, theirs)
+        assert mine == theirs  # every float ==, ...
+        assert exact_fields(mine) == exact_fields(theirs), (mine, theirs)  # ... and its bits
     n = len(next(iter(next(iter(per_query.values())).values())))
     if kwargs["test"] == "randomization" and 2**n <= kwargs["permutations"]:
         event("randomization: exact")
@@ -128,44 +137,65 @@ def test_compare_matches_reference(case):
 
 
 def test_bad_arguments_raise_what_the_reference_raises():
+    """The same class, message and fields, naming the argument; a per-query value located at its
+    query (qid), an item of pairs at its index (list)."""
     good = {"m": {"a": [0.1, 0.2, 0.3], "b": [0.3, 0.1, 0.0]}}
+    per_query = "per_query"
     cases = [
-        ([], {}),
-        ({}, {}),
-        ({"m": {"a": [0.1]}}, {}),
-        ({"m": {"a": [0.1], "b": [0.2, 0.3]}}, {}),
-        ({"m": {"a": [], "b": []}}, {}),
-        ({"m": {"a": [0.1, "x"], "b": [0.2, 0.3]}}, {}),
-        ({"m": {"a": [0.1, math.inf], "b": [0.2, 0.3]}}, {}),
-        ({"m": {"a": [0.1, True], "b": [0.2, 0.3]}}, {}),
-        ({"m": {"a": {"q1": 0.1}, "b": {"q2": 0.1}}}, {}),
-        ({"m": {"a": "0.1", "b": [0.2]}}, {}),
-        ({"m": good["m"], "n": {"a": [0.1, 0.2, 0.3], "c": [0.1, 0.2, 0.3]}}, {}),
-        ({"m": {"a": [0.1], "b": [0.2]}}, {"test": "t"}),
-        (good, {"baseline": "c"}),
-        (good, {"baseline": 2}),
-        (good, {"baseline": True}),
-        (good, {"baseline": 0, "pairs": [(1, 0)]}),
-        (good, {"pairs": [(0, 0)]}),
-        (good, {"pairs": []}),
-        (good, {"pairs": [(0, 1, 1)]}),
-        (good, {"pairs": "ab"}),
-        (good, {"test": "wilcoxon"}),
-        (good, {"test": None}),
-        (good, {"permutations": 0}),
-        (good, {"permutations": 2**40 + 1}),
-        (good, {"permutations": 1.5}),
-        (good, {"seed": -1}),
-        (good, {"seed": 2**64}),
-        (good, {"correction": "fdr"}),
-        (good, {"alpha": 1.5}),
-        (good, {"alpha": "0.05"}),
-        (good, {"confidence": 1.0}),
-        (good, {"confidence": 0.0}),
-        (good, {"confidence": math.nan}),
+        ([], {}, per_query),
+        ({}, {}, per_query),
+        ({"m": {"a": [0.1]}}, {}, per_query),
+        ({"m": {"a": [0.1], "b": [0.2, 0.3]}}, {}, per_query),
+        ({"m": {"a": [], "b": []}}, {}, per_query),
+        ({"m": {"a": [0.1, "x"], "b": [0.2, 0.3]}}, {}, per_query),
+        ({"m": {"a": [0.1, math.inf], "b": [0.2, 0.3]}}, {}, per_query),
+        ({"m": {"a": [0.1, True], "b": [0.2, 0.3]}}, {}, per_query),
+        ({"m": {"a": [0.1, 10**400], "b": [0.2, 0.3]}}, {}, per_query),
+        ({"m": {"a": {"q1": 0.1, "q2": math.nan}, "b": {"q1": 0.1, "q2": 0.2}}}, {}, per_query),
+        ({"m": {"a": {"q1": 0.1}, "b": {"q2": 0.1}}}, {}, per_query),
+        ({"m": {"a": "0.1", "b": [0.2]}}, {}, per_query),
+        ({"m": good["m"], "n": {"a": [0.1, 0.2, 0.3], "c": [0.1, 0.2, 0.3]}}, {}, per_query),
+        ({"m": {"a": [0.1], "b": [0.2]}}, {"test": "t"}, "test"),
+        (good, {"baseline": "c"}, "baseline"),
+        (good, {"baseline": 2}, "baseline"),
+        (good, {"baseline": -1}, "baseline"),
+        (good, {"baseline": True}, "baseline"),
+        (good, {"baseline": 1.0}, "baseline"),
+        (good, {"baseline": 0, "pairs": [(1, 0)]}, "pairs"),
+        (good, {"pairs": [(0, 0)]}, "pairs"),
+        (good, {"pairs": []}, "pairs"),
+        (good, {"pairs": [(1, 0), (0, 1, 1)]}, "pairs"),
+        (good, {"pairs": [(1, 0), "ab"]}, "pairs"),
+        (good, {"pairs": [(1, 0), 7]}, "pairs"),
+        (good, {"pairs": [(1, "c")]}, "pairs"),
+        (good, {"pairs": "ab"}, "pairs"),
+        (good, {"pairs": 3}, "pairs"),
+        (good, {"test": "wilcoxon"}, "test"),
+        (good, {"test": None}, "test"),
+        (good, {"permutations": 0}, "permutations"),
+        (good, {"permutations": 2**40 + 1}, "permutations"),
+        (good, {"permutations": 1.5}, "permutations"),
+        (good, {"seed": -1}, "seed"),
+        (good, {"seed": 2**64}, "seed"),
+        (good, {"correction": "fdr"}, "correction"),
+        (good, {"alpha": 1.5}, "alpha"),
+        (good, {"alpha": "0.05"}, "alpha"),
+        (good, {"confidence": 1.0}, "confidence"),
+        (good, {"confidence": 0.0}, "confidence"),
+        (good, {"confidence": math.nan}, "confidence"),
     ]
-    for per_query, kwargs in cases:
+    for per_query, kwargs, argument in cases:
         status, expected = outcome(reference.compare_per_query, per_query, **kwargs)
         got_status, got = outcome(rankfusion.compare_per_query, per_query, **kwargs)
         assert status == got_status == "raised", (per_query, kwargs, expected, got)
-        assert type(got) is type(expected), (per_query, kwargs, got, expected)
+        assert_same_error(got, expected)
+        assert expected.argument == argument, (per_query, kwargs, expected)
+    # where: the query of a bad value, the item of pairs
+    _, e = outcome(rankfusion.compare_per_query, cases[9][0])
+    assert (e.qid, str(e)) == ("q2", "query 'q2': per_query['m']['a'] must be finite, got nan")
+    _, e = outcome(rankfusion.compare_per_query, good, pairs=[(1, 0), (0, 1, 1)])
+    assert (e.argument, e.list, e.reason) == (
+        "pairs",
+        1,
+        "pairs[1] must be a (system, baseline) pair, got 3 items",
+    )

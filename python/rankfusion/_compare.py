@@ -26,6 +26,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core, trec
+from .errors import FusionError, FusionTypeError
 
 __all__ = ["CORRECTIONS", "TESTS", "ComparedPair", "Comparison", "compare", "compare_per_query"]
 
@@ -221,123 +222,167 @@ def _letter(i: int) -> str:
     return out
 
 
-# --- argument checks (the reference's, in its order) ----------------------------------------
+# --- argument checks (the reference's, in its order, with its messages and fields) ----------
+# Each bad argument is a FusionTypeError (a TypeError) or FusionError (a ValueError) whose
+# ``argument`` names it; a per-query value's error has the query's id as ``qid``, an item of
+# ``pairs`` or ``names`` its index as ``list``.
 
 
-def _real(value: Any, name: str) -> float:
+def _bad_type(message: str, argument: str, **fields: Any) -> FusionTypeError:
+    return FusionTypeError(message, argument=argument, **fields)
+
+
+def _bad_value(message: str, argument: str, **fields: Any) -> FusionError:
+    return FusionError(message, argument=argument, **fields)
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _as_list(value: Any, name: str, argument: str, **fields: Any) -> List[Any]:
+    if isinstance(value, (str, bytes, bytearray)):
+        raise _bad_type(
+            f"{name} must be a non-string iterable, got {_describe(value)}", argument, **fields
+        )
+    try:
+        iterator = iter(value)
+    except TypeError:
+        raise _bad_type(
+            f"{name} must be iterable, got {_describe(value)}", argument, **fields
+        ) from None
+    return list(iterator)
+
+
+def _real(value: Any, name: str, argument: str, **fields: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise _bad_type(f"{name} must be a real number, got {_describe(value)}", argument, **fields)
     try:
         x = float(value)
     except OverflowError:
-        raise ValueError(f"{name} must be finite, got {value!r}") from None
+        raise _bad_value(f"{name} must be finite, got {value!r}", argument, **fields) from None
     if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
+        raise _bad_value(f"{name} must be finite, got {x!r}", argument, **fields)
     return x
 
 
 def _integer(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise _bad_type(f"{name} must be an int, got {_describe(value)}", name)
     n = operator.index(value)
     if n < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+        raise _bad_value(f"{name} must be >= {minimum}, got {n}", name)
     return n
 
 
 def _choice(value: Any, name: str, choices: Tuple[str, ...]) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {choices}, got {type(value).__name__} {value!r}")
+        raise _bad_type(f"{name} must be one of {choices}, got {_describe(value)}", name)
     if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise _bad_value(f"{name} must be one of {choices}, got {value!r}", name)
     return value
 
 
 def _table(per_query: Any) -> Tuple[List[str], List[str], List[Any], np.ndarray]:
     """(metrics, names, queries, values (metrics x runs x queries) float64)."""
+    arg = "per_query"
     if not isinstance(per_query, Mapping):
-        raise TypeError(
+        raise _bad_type(
             "per_query must be a mapping {metric: {name: {qid: value}}}, got "
-            f"{type(per_query).__name__}"
+            f"{type(per_query).__name__}",
+            arg,
         )
     if not per_query:
-        raise ValueError("per_query has no metric")
+        raise _bad_value("per_query has no metric", arg)
     metrics = [str(m) for m in per_query]
     names: Optional[List[str]] = None
     queries: Optional[List[Any]] = None
     rows: List[List[float]] = []
     for metric, runs in zip(metrics, per_query.values()):
         if not isinstance(runs, Mapping):
-            raise TypeError(
+            raise _bad_type(
                 f"per_query[{metric!r}] must be a mapping {{name: {{qid: value}}}}, got "
-                f"{type(runs).__name__}"
+                f"{type(runs).__name__}",
+                arg,
             )
         if names is None:
             names = [str(name) for name in runs]
             if len(names) < 2:
-                raise ValueError(f"compare needs at least two runs, got {len(names)}")
+                raise _bad_value(f"compare needs at least two runs, got {len(names)}", arg)
             if len(set(names)) != len(names):
-                raise ValueError(f"run names must be distinct, got {names}")
+                raise _bad_value(f"run names must be distinct, got {names}", arg)
         elif [str(name) for name in runs] != names:
-            raise ValueError(f"per_query[{metric!r}] has other runs than the first metric")
+            raise _bad_value(f"per_query[{metric!r}] has other runs than the first metric", arg)
         for name, scores in zip(names, runs.values()):
             where = f"per_query[{metric!r}][{name!r}]"
             if isinstance(scores, Mapping):
                 pairs = list(scores.items())
             elif isinstance(scores, (str, bytes)) or not isinstance(scores, Iterable):
-                raise TypeError(
+                raise _bad_type(
                     f"{where} must be a mapping {{qid: value}} or a sequence of values, got "
-                    f"{type(scores).__name__}"
+                    f"{type(scores).__name__}",
+                    arg,
                 )
             else:
                 pairs = list(enumerate(scores))
             if queries is None:
                 queries = [q for q, _ in pairs]
                 if not queries:
-                    raise ValueError(f"{where} has no query")
+                    raise _bad_value(f"{where} has no query", arg)
             got = dict(pairs)
             if len(got) != len(queries) or any(q not in got for q in queries):
-                raise ValueError(f"{where} does not hold the same queries as the first run")
-            rows.append([_real(got[q], f"{where}[{q!r}]") for q in queries])
+                raise _bad_value(f"{where} does not hold the same queries as the first run", arg)
+            rows.append([_real(got[q], where, arg, qid=q) for q in queries])
     assert names is not None and queries is not None  # per_query is not empty
     values = np.array(rows, dtype=np.float64).reshape(len(metrics), len(names), len(queries))
     return metrics, names, queries, values
 
 
-def _run_index(value: Any, names: List[str], what: str) -> int:
+def _run_index(value: Any, names: List[str], name: str, argument: str, **fields: Any) -> int:
     if isinstance(value, str):
         if value not in names:
-            raise ValueError(f"{what} {value!r} is not one of the runs {names}")
+            raise _bad_value(f"{name} {value!r} is not one of the runs {names}", argument, **fields)
         return names.index(value)
-    i = _integer(value, what, 0)
-    if i >= len(names):
-        raise ValueError(f"{what} must be a run's name or an index below {len(names)}, got {i}")
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise _bad_type(
+            f"{name} must be a run's name (str) or index (int), got {_describe(value)}",
+            argument,
+            **fields,
+        )
+    i = operator.index(value)
+    if not 0 <= i < len(names):
+        raise _bad_value(
+            f"{name} must be a run's name or an index below {len(names)}, got {i}",
+            argument,
+            **fields,
+        )
     return i
 
 
 def _tested_pairs(names: List[str], baseline: Any, pairs: Any) -> List[Tuple[int, int]]:
     if baseline is not None and pairs is not None:
-        raise ValueError("give baseline or pairs, not both")
+        raise _bad_value("give baseline or pairs, not both", "pairs")
     if baseline is not None:
-        b = _run_index(baseline, names, "baseline")
+        b = _run_index(baseline, names, "baseline", "baseline")
         return [(s, b) for s in range(len(names)) if s != b]
     if pairs is None:
         return [(j, i) for i in range(len(names)) for j in range(i + 1, len(names))]
-    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
-        raise TypeError(f"pairs must be iterable, got {type(pairs).__name__} {pairs!r}")
     out = []
-    for k, pair in enumerate(pairs):
-        if isinstance(pair, (str, bytes)) or not isinstance(pair, Iterable):
-            raise TypeError(f"pairs[{k}] must be iterable, got {type(pair).__name__} {pair!r}")
-        pair = list(pair)
-        if len(pair) != 2:
-            raise ValueError(f"pairs[{k}] must be a (system, baseline) pair, got {pair!r}")
-        s, b = (_run_index(v, names, f"pairs[{k}]") for v in pair)
+    for k, pair in enumerate(_as_list(pairs, "pairs", "pairs")):
+        where = f"pairs[{k}]"
+        items = _as_list(pair, where, "pairs", list=k)
+        if len(items) != 2:
+            raise _bad_value(
+                f"{where} must be a (system, baseline) pair, got {len(items)} items",
+                "pairs",
+                list=k,
+            )
+        s, b = (_run_index(v, names, where, "pairs", list=k) for v in items)
         if s == b:
-            raise ValueError(f"pairs[{k}] compares {names[s]!r} with itself")
+            raise _bad_value(f"{where} compares {names[s]!r} with itself", "pairs", list=k)
         out.append((s, b))
     if not out:
-        raise ValueError("pairs is empty: nothing to compare")
+        raise _bad_value("pairs is empty: nothing to compare", "pairs")
     return out
 
 
@@ -347,17 +392,19 @@ def _settings(
     test = _choice(test, "test", TESTS)
     permutations = _integer(permutations, "permutations", 1)
     if permutations > MAX_PERMUTATIONS:
-        raise ValueError(f"permutations must be at most 2**40, got {permutations}")
+        raise _bad_value(f"permutations must be at most 2**40, got {permutations}", "permutations")
     seed = _integer(seed, "seed", 0)
     if seed >= 2**64:
-        raise ValueError(f"seed must be below 2**64, got {seed}")
+        raise _bad_value(f"seed must be below 2**64, got {seed}", "seed")
     correction = _choice(correction, "correction", CORRECTIONS)
-    alpha = _real(alpha, "alpha")
+    alpha = _real(alpha, "alpha", "alpha")
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
-    confidence = _real(confidence, "confidence")
+        raise _bad_value(f"alpha must be between 0 and 1, got {alpha!r}", "alpha")
+    confidence = _real(confidence, "confidence", "confidence")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+        raise _bad_value(
+            f"confidence must be between 0 and 1 (exclusive), got {confidence!r}", "confidence"
+        )
     return {
         "test": test,
         "permutations": permutations,
@@ -370,7 +417,7 @@ def _settings(
 
 def _check_queries(settings: Dict[str, Any], n: int) -> None:
     if settings["test"] == "t" and n < 2:
-        raise ValueError(f"the t-test needs at least 2 queries, got {n}")
+        raise _bad_value(f"the t-test needs at least 2 queries, got {n}", "test")
 
 
 def _check_threads(threads: Any) -> Optional[int]:
@@ -402,10 +449,13 @@ def compare_per_query(
     ``per_query`` is ``{metric: {name: values}}`` (``Comparison.per_query`` has that shape),
     ``values`` a mapping ``{qid: value}`` or a sequence of values (its queries are then its
     positions); every run of every metric must hold the same queries, taken in the order of
-    the first. The other arguments are :func:`compare`'s. Raises TypeError / ValueError naming a
-    bad argument (fewer than two runs, runs or queries that differ between metrics or runs, a
-    value that is not a finite real number, the t-test with one query, ...);
-    KeyboardInterrupt (Ctrl-C) stops the tests within about 100 ms.
+    the first. The other arguments are :func:`compare`'s. Raises ``rankfusion.FusionTypeError``
+    (a TypeError) / ``FusionError`` (a ValueError) whose ``argument`` names a bad argument
+    (``"per_query"``: fewer than two runs, runs or queries that differ between metrics or runs,
+    a value that is not a finite real number, located at its query as ``qid``; ``"pairs"``, an
+    item's index as ``list``; ``"test"``: the t-test with one query; ...), checked in the
+    reference's order with its messages; KeyboardInterrupt (Ctrl-C) stops the tests within
+    about 100 ms.
     """
     metrics, names, queries, values = _table(per_query)
     tested = _tested_pairs(names, baseline, pairs)
@@ -514,20 +564,26 @@ def _measures(metrics: Any) -> List[Tuple[str, Any]]:
     elif isinstance(metrics, Iterable):
         items = list(metrics)
     else:
-        raise TypeError(
+        raise _bad_type(
             f"metrics must be a metric name, or a sequence of names or ir-measures measures, "
-            f"got {type(metrics).__name__}"
+            f"got {type(metrics).__name__}",
+            "metrics",
         )
     if not items:
-        raise ValueError("metrics is empty")
+        raise _bad_value("metrics is empty", "metrics")
     from ._optimize import _measure
 
     out: List[Tuple[str, Any]] = []
-    for item in items:
-        measure = _measure(item.strip() if isinstance(item, str) else item)
+    for i, item in enumerate(items):
+        try:
+            measure = _measure(item.strip() if isinstance(item, str) else item)
+        except TypeError as e:  # not a name nor a measure (ir-measures' own errors are kept)
+            raise _bad_type(str(e), "metrics", list=i) from None
+        except ValueError as e:  # an unknown name, several measures, not a mean
+            raise _bad_value(str(e), "metrics", list=i) from None
         name = item.strip() if isinstance(item, str) else str(measure)
         if any(name == n or measure == m for n, m in out):
-            raise ValueError(f"metric {name!r} is given twice")
+            raise _bad_value(f"metric {name!r} is given twice", "metrics", list=i)
         out.append((name, measure))
     return out
 
@@ -535,15 +591,17 @@ def _measures(metrics: Any) -> List[Tuple[str, Any]]:
 def _run_names(runs: Sequence[Any], names: Any) -> List[str]:
     if names is not None:
         if isinstance(names, str) or not isinstance(names, Iterable):
-            raise TypeError(f"names must be a sequence of str, got {type(names).__name__}")
+            raise _bad_type(f"names must be a sequence of str, got {type(names).__name__}", "names")
         given: List[str] = list(names)
         if len(given) != len(runs):
-            raise ValueError(f"names has {len(given)} names for {len(runs)} runs")
+            raise _bad_value(f"names has {len(given)} names for {len(runs)} runs", "names")
         for i, name in enumerate(given):
             if not isinstance(name, str):
-                raise TypeError(f"names[{i}] must be a str, got {type(name).__name__}")
+                raise _bad_type(
+                    f"names[{i}] must be a str, got {type(name).__name__}", "names", list=i
+                )
         if len(set(given)) != len(given):
-            raise ValueError(f"run names must be distinct, got {given}")
+            raise _bad_value(f"run names must be distinct, got {given}", "names")
         return given
     out = [
         os.path.basename(os.fspath(r)) if isinstance(r, (str, os.PathLike)) else f"run{i + 1}"
@@ -555,7 +613,7 @@ def _run_names(runs: Sequence[Any], names: Any) -> List[str]:
             for i, r in enumerate(runs)
         ]
     if len(set(out)) != len(out):
-        raise ValueError(f"two runs have the same name {out}: give names=")
+        raise _bad_value(f"two runs have the same name {out}: give names=", "names")
     return out
 
 
@@ -605,14 +663,17 @@ def compare(
     - ``progress``: a tqdm bar on stderr (True or a dict of tqdm arguments); ``threads``: an
       upper bound on the threads of the tests (default: all cores).
 
-    Returns a :class:`Comparison`. Raises TypeError / ValueError naming a bad argument (checked
-    before any run is read), what the readers raise for bad files, ImportError without
-    ir-measures; KeyboardInterrupt (Ctrl-C) stops the tests within about 100 ms.
+    Returns a :class:`Comparison`. Raises ``rankfusion.FusionTypeError`` / ``FusionError`` (a
+    TypeError / ValueError) whose ``argument`` names a bad argument (``runs``, ``names``,
+    ``metrics``, ``baseline``, ``pairs``, ``test``, ``permutations``, ``seed``, ``correction``,
+    ``alpha``, ``confidence``, ``threads``; an item of ``names``, ``metrics`` or ``pairs`` as
+    ``list``), checked before any run is read; what the readers raise for bad files or qrels,
+    ImportError without ir-measures; KeyboardInterrupt (Ctrl-C) stops the tests within about 100 ms.
     """
     if isinstance(runs, (str, bytes, os.PathLike)) or not isinstance(runs, Sequence):
-        raise TypeError(f"runs must be a sequence of runs, got {type(runs).__name__}")
+        raise _bad_type(f"runs must be a sequence of runs, got {type(runs).__name__}", "runs")
     if len(runs) < 2:
-        raise ValueError(f"compare needs at least two runs, got {len(runs)}")
+        raise _bad_value(f"compare needs at least two runs, got {len(runs)}", "runs")
     run_names = _run_names(runs, names)
     measures = _measures(metrics)
     tested = _tested_pairs(run_names, baseline, pairs)

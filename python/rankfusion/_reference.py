@@ -8,7 +8,8 @@ Nothing here is optimised. Every step is written the way the contract states it.
 types; errors and argument conversion; the method table; ``Fusion``, the settings of a fusion
 (``fuse``, ``rrf``, the batch functions and ``rrf_many`` are calls of one); the fusion itself
 (scan, normalisation, each key's score, order); candidate revalidation (``revalidate``,
-``pool_size``, ``revalidate_batch``).
+``pool_size``, ``revalidate_batch``); comparing runs (``compare_per_query``: the paired tests,
+their random streams, Student's t, the corrections).
 """
 
 from __future__ import annotations
@@ -1727,74 +1728,83 @@ def _correct(p: Sequence[float], method: str) -> list:
 
 
 # --- the argument checks and the family ---
+# Each bad argument is a FusionTypeError / FusionError whose ``argument`` names it: a per-query
+# value's is located at its query (``qid``), an item of ``pairs`` at its index (``list``).
 
 
 def _per_query_table(per_query: Any) -> tuple:
     """(metrics, names, queries, values[metric][name] as lists in query order)."""
     if not isinstance(per_query, Mapping):
-        raise TypeError(
-            "per_query must be a mapping {metric: {name: {qid: value}}}, got "
-            f"{type(per_query).__name__}"
-        )
+        raise _bad_type("per_query", "per_query must be a mapping {metric: {name: {qid: value}}}, "
+                        f"got {type(per_query).__name__}")  # fmt: skip
     if not per_query:
-        raise ValueError("per_query has no metric")
+        raise _bad_value("per_query", "per_query has no metric")
     metrics = [str(m) for m in per_query]
     names: Optional[list] = None
     queries: Optional[list] = None
-    values = {}
+    values: dict = {}
     for metric, runs in zip(metrics, per_query.values()):
         if not isinstance(runs, Mapping):
-            raise TypeError(
-                f"per_query[{metric!r}] must be a mapping {{name: {{qid: value}}}}, got "
-                f"{type(runs).__name__}"
-            )
+            raise _bad_type("per_query", f"per_query[{metric!r}] must be a mapping "
+                            f"{{name: {{qid: value}}}}, got {type(runs).__name__}")  # fmt: skip
         if names is None:
             names = [str(name) for name in runs]
             if len(names) < 2:
-                raise ValueError(f"compare needs at least two runs, got {len(names)}")
+                raise _bad_value("per_query", f"compare needs at least two runs, got {len(names)}")
             if len(set(names)) != len(names):
-                raise ValueError(f"run names must be distinct, got {names}")
+                raise _bad_value("per_query", f"run names must be distinct, got {names}")
         elif [str(name) for name in runs] != names:
-            raise ValueError(f"per_query[{metric!r}] has other runs than the first metric")
+            raise _bad_value("per_query", f"per_query[{metric!r}] has other runs than the first "
+                             "metric")  # fmt: skip
         values[metric] = {}
         for name, scores in zip(names, runs.values()):
             where = f"per_query[{metric!r}][{name!r}]"
             if isinstance(scores, Mapping):
                 pairs = list(scores.items())
             elif isinstance(scores, (str, bytes)) or not isinstance(scores, Iterable):
-                raise TypeError(
-                    f"{where} must be a mapping {{qid: value}} or a sequence of values, got "
-                    f"{type(scores).__name__}"
-                )
+                raise _bad_type("per_query", f"{where} must be a mapping {{qid: value}} or a "
+                                f"sequence of values, got {type(scores).__name__}")  # fmt: skip
             else:
-                pairs = list(enumerate(scores))
+                pairs = list(enumerate(scores))  # the queries are the positions
             if queries is None:
                 queries = [q for q, _ in pairs]
                 if not queries:
-                    raise ValueError(f"{where} has no query")
+                    raise _bad_value("per_query", f"{where} has no query")
             got = dict(pairs)
             if len(got) != len(queries) or any(q not in got for q in queries):
-                raise ValueError(f"{where} does not hold the same queries as the first run")
-            values[metric][name] = [_real(got[q], f"{where}[{q!r}]") for q in queries]
+                raise _bad_value("per_query", f"{where} does not hold the same queries as the "
+                                 "first run")  # fmt: skip
+            values[metric][name] = [_per_query_value(got[q], where, q) for q in queries]
     return metrics, names, queries, values
 
 
+def _per_query_value(value: Any, where: str, qid: Any) -> float:
+    try:
+        return _real(value, where)
+    except (FusionError, FusionTypeError) as e:
+        raise e.located(argument="per_query", qid=qid) from None
+
+
 def _run_index(value: Any, names: list, what: str) -> int:
+    """A run given by its name or its index."""
     if isinstance(value, str):
         if value not in names:
-            raise ValueError(f"{what} {value!r} is not one of the runs {names}")
+            raise _bad_value(what, f"{what} {value!r} is not one of the runs {names}")
         return names.index(value)
-    i = _integer(value, what, 0)
-    if i >= len(names):
-        raise ValueError(f"{what} must be a run's name or an index below {len(names)}, got {i}")
-    return i
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise _bad_type(what, f"{what} must be a run's name (str) or index (int), got "
+                        f"{_describe(value)}")  # fmt: skip
+    if not 0 <= operator.index(value) < len(names):
+        raise _bad_value(what, f"{what} must be a run's name or an index below {len(names)}, "
+                         f"got {operator.index(value)}")  # fmt: skip
+    return operator.index(value)
 
 
 def _tested_pairs(names: list, baseline: Any, pairs: Any) -> list:
     """(system, baseline) indices: every run against the baseline, the given pairs, or every
     pair i < j as (j, i)."""
     if baseline is not None and pairs is not None:
-        raise ValueError("give baseline or pairs, not both")
+        raise _bad_value("pairs", "give baseline or pairs, not both")
     if baseline is not None:
         b = _run_index(baseline, names, "baseline")
         return [(s, b) for s in range(len(names)) if s != b]
@@ -1802,14 +1812,16 @@ def _tested_pairs(names: list, baseline: Any, pairs: Any) -> list:
         return [(j, i) for i in range(len(names)) for j in range(i + 1, len(names))]
     out = []
     for k, pair in enumerate(_as_list(pairs, "pairs")):
-        if isinstance(pair, (str, bytes)) or len(_as_list(pair, f"pairs[{k}]")) != 2:
-            raise ValueError(f"pairs[{k}] must be a (system, baseline) pair, got {pair!r}")
+        pair = _as_list(pair, f"pairs[{k}]")
+        if len(pair) != 2:
+            raise _bad_value(f"pairs[{k}]", f"pairs[{k}] must be a (system, baseline) pair, "
+                             f"got {len(pair)} items")  # fmt: skip
         s, b = (_run_index(v, names, f"pairs[{k}]") for v in pair)
         if s == b:
-            raise ValueError(f"pairs[{k}] compares {names[s]!r} with itself")
+            raise _bad_value(f"pairs[{k}]", f"pairs[{k}] compares {names[s]!r} with itself")
         out.append((s, b))
     if not out:
-        raise ValueError("pairs is empty: nothing to compare")
+        raise _bad_value("pairs", "pairs is empty: nothing to compare")
     return out
 
 
@@ -1817,19 +1829,20 @@ def _check_settings(test, permutations, seed, correction, alpha, confidence, n_q
     test = _choice(test, "test", TESTS)
     permutations = _integer(permutations, "permutations", 1)
     if permutations > MAX_PERMUTATIONS:
-        raise ValueError(f"permutations must be at most 2**40, got {permutations}")
+        raise _bad_value("permutations", f"permutations must be at most 2**40, got {permutations}")
     seed = _integer(seed, "seed", 0)
     if seed > _MASK:
-        raise ValueError(f"seed must be below 2**64, got {seed}")
+        raise _bad_value("seed", f"seed must be below 2**64, got {seed}")
     correction = _choice(correction, "correction", CORRECTIONS)
     alpha = _real(alpha, "alpha")
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
+        raise _bad_value("alpha", f"alpha must be between 0 and 1, got {alpha!r}")
     confidence = _real(confidence, "confidence")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+        raise _bad_value("confidence", "confidence must be between 0 and 1 (exclusive), got "
+                         f"{confidence!r}")  # fmt: skip
     if test == "t" and n_queries < 2:
-        raise ValueError(f"the t-test needs at least 2 queries, got {n_queries}")
+        raise _bad_value("test", f"the t-test needs at least 2 queries, got {n_queries}")
     return test, permutations, seed, correction, alpha, confidence
 
 

@@ -1316,6 +1316,21 @@ def _baseline_of(text: Optional[str], paths: Sequence[str], names: Sequence[str]
     raise UsageError(f"--baseline {text!r} is none of the runs: {', '.join(paths)}")
 
 
+# compare's arguments that the command's options give (its FusionError's ``argument`` -> option)
+_COMPARE_OPTIONS = {
+    "names": "RUN",
+    "metrics": "--metrics",
+    "baseline": "--baseline",
+    "test": "--test",
+    "permutations": "--permutations",
+    "seed": "--seed",
+    "correction": "--correction",
+    "alpha": "--alpha",
+    "confidence": "--confidence",
+    "threads": "--threads",
+}
+
+
 def _compare_command(args: argparse.Namespace) -> int:
     from . import _compare
 
@@ -1344,29 +1359,31 @@ def _compare_command(args: argparse.Namespace) -> int:
             raise UsageError(
                 "--report needs matplotlib: pip install 'rankfusion[report]'"
             ) from None
-    names = _compare._run_names(args.runs, None)
-    try:
-        _compare._settings(
-            args.test, args.permutations, args.seed, args.correction, args.alpha, args.confidence
-        )
-    except ValueError as e:
-        raise UsageError(str(e)) from None
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    comparison = _compare.compare(
-        args.runs,
-        args.qrels,
-        metrics=metrics if len(metrics) == len(measures) else measures,
-        names=names,
-        baseline=_baseline_of(args.baseline, args.runs, names),
-        test=args.test,
-        permutations=args.permutations,
-        seed=args.seed,
-        correction=args.correction,
-        alpha=args.alpha,
-        confidence=args.confidence,
-        progress=_progress(args),
-        threads=args.threads,
-    )
+    from . import FusionError, FusionTypeError
+
+    try:  # compare checks its arguments before it reads a run
+        names = _compare._run_names(args.runs, None)
+        comparison = _compare.compare(
+            args.runs,
+            args.qrels,
+            metrics=metrics if len(metrics) == len(measures) else measures,
+            names=names,
+            baseline=_baseline_of(args.baseline, args.runs, names),
+            test=args.test,
+            permutations=args.permutations,
+            seed=args.seed,
+            correction=args.correction,
+            alpha=args.alpha,
+            confidence=args.confidence,
+            progress=_progress(args),
+            threads=args.threads,
+        )
+    except (FusionError, FusionTypeError) as e:
+        option = _COMPARE_OPTIONS.get(e.argument or "")
+        if option is None:
+            raise
+        raise UsageError(f"argument {option}: {e.reason}") from None
     renderings = {
         args.report: comparison.to_html,
         args.json: comparison.to_json,
@@ -1396,7 +1413,10 @@ def _fused_comparison(
     from . import _compare
 
     fused_name = f"fused ({_method_label(args)})"
-    names = _compare._run_names(args.runs, None)
+    if len(set(args.runs)) == len(args.runs):
+        names = _compare._run_names(args.runs, None)
+    else:  # a run fused twice: told apart by its place
+        names = [f"{path} (#{i + 1})" for i, path in enumerate(args.runs)]
     comparison = _compare.compare(
         [*runs, trec.to_dict(fused)],
         qrels,
