@@ -953,15 +953,29 @@ def _scan(lists: list, f: Fusion, weights: list, is_hole: Callable[[Any], bool])
 # --- 2. The normalisations (score-based methods) --------------------------------------------
 
 
-def _normalizer(norm: str, values: list) -> Callable[[float], float]:
-    """The normalisation of one list: ``values`` are the raw scores of its counted items, in list
-    order (already negated for a lower-is-better list). Returns raw score -> normalised value."""
+def _normalizer(norm: str, values: list, i: int) -> Callable[[float], float]:
+    """The normalisation of list ``i``: ``values`` are the raw scores of its counted items, in
+    list order (already negated for a lower-is-better list). Returns raw score -> normalised
+    value. A statistic that overflows a float is an error naming the list."""
     n = len(values)
     low, high = min(values), max(values)
+
+    def finite(statistic: float, what: str) -> float:
+        if not math.isfinite(statistic):
+            raise FusionError(
+                f"norm={norm!r} cannot normalise scores[{i}]: {what} overflows a float",
+                argument="scores",
+                list=i,
+            )
+        return statistic
+
     if norm == "none":
         return lambda s: s
     if norm == "min-max":  # an all-equal (or one-item) list: every item is the best, 1.0
-        return (lambda s: 1.0) if high == low else (lambda s: (s - low) / (high - low))
+        if high == low:
+            return lambda s: 1.0
+        span = finite(high - low, "the span of its scores (max - min)")
+        return lambda s: (s - low) / span
     if norm == "max":
         if high < 0:
             raise FusionError(
@@ -971,16 +985,18 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
             )
         return (lambda s: 0.0) if high == 0 else (lambda s: s / high)
     if norm == "sum":  # a share of the total above the minimum; equal shares when all equal
-        total = canonical_sum(v - low for v in values)
+        total = finite(
+            canonical_sum(v - low for v in values), "the sum of its scores above the min"
+        )
         return (lambda s: 1.0 / n) if total == 0 else (lambda s: (s - low) / total)
     if norm == "z-score":  # population standard deviation; a constant list: all 0.0
         if high == low:
             return lambda s: 0.0
-        mean = canonical_sum(values) / n
-        sd = _root_sum_squares([v - mean for v in values], n)
+        mean = finite(canonical_sum(values) / n, "the sum of its scores (for their mean)")
+        sd = finite(_root_sum_squares([v - mean for v in values], n), "their standard deviation")
         return (lambda s: 0.0) if sd == 0 else (lambda s: (s - mean) / sd)
     if norm == "l2":
-        length = _root_sum_squares(values, 1)
+        length = finite(_root_sum_squares(values, 1), "the length (l2 norm) of its scores")
         return (lambda s: 0.0) if length == 0 else (lambda s: s / length)
     assert norm == "dbsf", norm  # Qdrant's: Welford's mean and sample variance, mean -/+ 3 sd
     if n == 1:
@@ -990,11 +1006,13 @@ def _normalizer(norm: str, values: list) -> Callable[[float], float]:
         delta = v - mean
         mean += delta / count
         m2 += delta * (v - mean)
-    # Scores spanning the float range overflow m2 to -inf: a nan sd, a normalised score that is
-    # not finite (the error naming the key).
+    # Scores spanning the float range overflow m2 to -inf: the sd is then nan.
     sd = math.sqrt(m2 / (n - 1)) if m2 >= 0 else math.nan
     low, high = mean - 3 * sd, mean + 3 * sd
-    return (lambda s: 0.5) if low == high else (lambda s: (s - low) / (high - low))
+    if low == high:
+        return lambda s: 0.5
+    span = finite(high - low, "the span of mean -/+ 3 sd of its scores")
+    return lambda s: (s - low) / span
 
 
 class _Values:
@@ -1012,7 +1030,7 @@ class _Values:
                 counted = sorted(r for _, occ in scan.found.values() for j, r in occ if j == i)
                 if counted:
                     self.normalizers[i] = _normalizer(
-                        self.norm, [self.sign(i) * self.raw(i, r) for r in counted]
+                        self.norm, [self.sign(i) * self.raw(i, r) for r in counted], i
                     )
 
     def raw(self, i: int, rank: int) -> Optional[float]:

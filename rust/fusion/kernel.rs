@@ -493,7 +493,8 @@ impl Scored {
             self.raw_values.clear();
             self.raw_values
                 .extend(positions.iter().map(|&p| s * raw(scores, list, p)));
-            self.norms[list] = list_norm(plan.norm, &self.raw_values, &mut self.sums, cancel)?;
+            self.norms[list] =
+                list_norm(plan.norm, list, &self.raw_values, &mut self.sums, cancel)?;
         }
         Ok(())
     }
@@ -1112,7 +1113,7 @@ impl Terms {
                         .extend((0..n).filter(|&p| !is_hole(list, p)).map(|p| s * row[p]));
                     &self.values
                 };
-                match list_norm(plan.norm, values, &mut self.sums, cancel) {
+                match list_norm(plan.norm, list, values, &mut self.sums, cancel) {
                     Ok(norm) => norm,
                     Err(_) => return false,
                 }

@@ -40,16 +40,31 @@ impl ListNorm {
     }
 }
 
-/// The normalisation `norm` of one list whose counted raw scores (in list order, negated when
-/// the list is lower-is-better) are `values` (not empty).
+/// The normalisation `norm` of list `list` whose counted raw scores (in list order, negated
+/// when the list is lower-is-better) are `values` (not empty). A statistic that overflows a
+/// float (the span, a sum, a mean, a standard deviation, a length) is an error naming the list.
 /// `cancel` is polled before the sums of a list (`Problem::Interrupted`).
 pub fn list_norm(
     norm: Norm,
+    list: usize,
     values: &[f64],
     scratch: &mut Vec<f64>,
     cancel: &Cancel<'_>,
 ) -> Result<ListNorm> {
     let n = values.len() as f64;
+    let finite = |statistic: f64, what: &str| {
+        if statistic.is_finite() {
+            return Ok(statistic);
+        }
+        Err(Error::invalid(
+            "scores",
+            format!(
+                "norm='{}' cannot normalise scores[{list}]: {what} overflows a float",
+                norm.name()
+            ),
+        )
+        .for_list(list))
+    };
     // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
     // `f64::max` may return either of two equal zeros.)
     let (mut low, mut high) = (values[0], values[0]);
@@ -66,7 +81,7 @@ pub fn list_norm(
         Norm::MinMax if high == low => ListNorm::Constant(1.0),
         Norm::MinMax => ListNorm::Affine {
             sub: low,
-            div: high - low,
+            div: finite(high - low, "the span of its scores (max - min)")?,
         },
         Norm::Max if high < 0.0 => {
             return Err(Error::invalid(
@@ -83,6 +98,7 @@ pub fn list_norm(
         Norm::Sum => {
             cancel.check()?;
             let total = canonical_sum_of(values.len(), |i| values[i] - low, scratch);
+            let total = finite(total, "the sum of its scores above the min")?;
             if total == 0.0 {
                 ListNorm::Constant(1.0 / n)
             } else {
@@ -96,7 +112,9 @@ pub fn list_norm(
         Norm::ZScore => {
             cancel.check()?;
             let mean = canonical_sum_of(values.len(), |i| values[i], scratch) / n;
+            let mean = finite(mean, "the sum of its scores (for their mean)")?;
             let sd = root_sum_squares(values.len(), |i| values[i] - mean, n, scratch);
+            let sd = finite(sd, "their standard deviation")?;
             if sd == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -106,6 +124,7 @@ pub fn list_norm(
         Norm::L2 => {
             cancel.check()?;
             let length = root_sum_squares(values.len(), |i| values[i], 1.0, scratch);
+            let length = finite(length, "the length (l2 norm) of its scores")?;
             if length == 0.0 {
                 ListNorm::Constant(0.0)
             } else {
@@ -115,7 +134,13 @@ pub fn list_norm(
         Norm::Dbsf => {
             let mut stats = [(0.0, 0.0)];
             welford(values, &[0, values.len()], &mut stats);
-            dbsf(values.len(), stats[0])
+            match dbsf(values.len(), stats[0]) {
+                ListNorm::Affine { sub, div } => ListNorm::Affine {
+                    sub,
+                    div: finite(div, "the span of mean -/+ 3 sd of its scores")?,
+                },
+                other => other,
+            }
         }
     })
 }
