@@ -8,9 +8,10 @@ Fusion (``Fusion``, the settings of a fusion checked once, and the functions ove
 revalidation (``revalidate``, ``revalidate_batch``, ``pool_size``) come straight from the core.
 Bad input raises ``FusionError`` (a ValueError) or ``FusionTypeError`` (a TypeError), whose
 attributes say what and where (``rankfusion.errors``). Tuning a fusion on qrels
-(``optimize``), the hybrid-search pipeline, the SQLite store and the reference are imported on
-first use, so that ``import rankfusion`` (and the
-``rankfusion`` command) stays quick.
+(``optimize``), comparing runs with paired significance tests (``compare``,
+``compare_per_query``: their statistics in the core, rust/stats/), the hybrid-search pipeline,
+the SQLite store and the reference are imported on first use, so that ``import rankfusion`` (and
+the ``rankfusion`` command) stays quick.
 """
 
 from importlib import import_module as _import_module
