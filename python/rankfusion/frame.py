@@ -208,10 +208,16 @@ def _id_column(col: pa.ChunkedArray, run: str, name: str, what: str) -> pa.Chunk
         raise TypeError(f"{run}: column {name!r} must hold strings or integers, got {t}")
     if col.null_count:
         raise _null_error(col, run, name, what)
+    if pa.types.is_string_view(value_type):
+        # polars' strings and Categoricals (a string_view dictionary): Arrow has no take for
+        # string_view (nor a cast of such a dictionary to plain strings), so the ids are read
+        # as large_string, the type the output has for them
+        large = pa.large_string()
+        col = col.cast(pa.dictionary(t.index_type, large) if pa.types.is_dictionary(t) else large)
     if pa.types.is_dictionary(t) and col.num_chunks:
         values = col.unify_dictionaries().chunk(0).dictionary
         if values.null_count:  # a null in the dictionary that a row may use
-            return _id_column(col.cast(value_type), run, name, what)
+            return _id_column(col.cast(col.type.value_type), run, name, what)
     return col
 
 
