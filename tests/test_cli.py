@@ -616,3 +616,97 @@ def test_runs_with_infinite_scores_on_every_path(tmp_path):
     ]  # fmt: skip
     fused = trec.fuse([trec.read_run(run)] * 2, trace=True)
     assert [c.score for c in fused["1"][0].contributions] == [float("inf")] * 2
+
+
+# --- a full device: the file that failed is named, nothing else is replaced --------------------
+
+FULL = "/dev/full"  # every write fails with ENOSPC (Linux)
+needs_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full on this system")
+NO_SPACE = os.strerror(28)  # ENOSPC: "No space left on device"
+
+
+def full_stdout_run(*args):
+    """The command with stdout on /dev/full."""
+    with open(FULL, "w") as full:
+        return subprocess.run(
+            [sys.executable, "-m", "rankfusion", *map(str, args)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+
+
+@needs_full
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-o", FULL],  # the native path
+        ["-o", FULL, "--trace", "TRACE"],  # the Python path
+        ["-o", "OUT", "--trace", FULL],
+        ["-o", FULL, "--format", "parquet"],  # the Arrow path
+        ["-o", FULL, "--format", "trec", "--weights", "1,1"],
+    ],
+    ids=["native", "python", "trace", "parquet", "trec"],
+)
+def test_a_full_output_file_is_named(runs, tmp_path, args):
+    a, b = runs
+    if "parquet" in args:
+        pytest.importorskip("pyarrow")  # the arrow extra (in the test extra: CI has it)
+        from rankfusion import frame
+
+        for path in runs:
+            frame.write_parquet(frame.read_trec(path), tmp_path / (path.name + ".parquet"))
+        a, b = tmp_path / "a.run.parquet", tmp_path / "b.run.gz.parquet"
+    args = [{"TRACE": tmp_path / "t.jsonl", "OUT": tmp_path / "o.run"}.get(x, x) for x in args]
+    p = rankfusion("fuse", a, b, "-q", *args)
+    assert (p.returncode, p.stderr) == (1, f"rankfusion fuse: error: {FULL}: {NO_SPACE}\n")
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "o.run").exists()
+    assert [f.name for f in tmp_path.iterdir() if f.name.endswith(".tmp")] == []
+
+
+@needs_full
+def test_a_full_stdout_is_named_and_replaces_no_file(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 z 2\n1 0 y 1\n2 0 u 1\n")
+    out, trace = tmp_path / "out.run", tmp_path / "t.jsonl"
+    out.write_text("OLD\n")
+    trace.write_text("OLD TRACE\n")
+    error = f"rankfusion fuse: error: stdout: {NO_SPACE}\n"
+    # the --qrels table goes to stdout: -o is left as it was (docs/cli.md)
+    p = full_stdout_run("fuse", a, b, "-q", "--qrels", qrels, "-o", out)
+    assert (p.returncode, p.stderr) == (1, error)
+    assert out.read_text() == "OLD\n"
+    # the run goes to stdout: the trace is left as it was
+    p = full_stdout_run("fuse", a, b, "-q", "--trace", trace)
+    assert (p.returncode, p.stderr) == (1, error)
+    assert trace.read_text() == "OLD TRACE\n"
+    p = full_stdout_run("fuse", a, b, "-q")  # the native path
+    assert (p.returncode, p.stderr) == (1, error)
+    p = full_stdout_run("explain", a, b, "--query", "1", "-q")
+    assert (p.returncode, p.stderr) == (1, f"rankfusion explain: error: stdout: {NO_SPACE}\n")
+    assert [f.name for f in tmp_path.iterdir() if f.name.endswith(".tmp")] == []
+    # and once stdout takes it, both are replaced
+    p = rankfusion("fuse", a, b, "-q", "--qrels", qrels, "-o", out, "--trace", trace)
+    assert p.returncode == 0 and p.stdout.startswith("run ")
+    assert out.read_text().startswith("1 Q0 ") and trace.read_text().startswith("{")
+
+
+@needs_full
+def test_optimize_names_a_full_file_or_stdout(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 z 2\n1 0 y 1\n2 0 u 1\n")
+    tune = ["optimize", a, b, "--qrels", qrels, "--method", "rrf", "--metric", "ndcg@10", "-q"]
+    table = tmp_path / "table.tsv"
+    for option in ("-o", "--table"):
+        other = ["--table", table] if option == "-o" else ["-o", tmp_path / "o.run"]
+        p = rankfusion(*tune, option, FULL, *other)
+        assert (p.returncode, p.stderr) == (1, f"rankfusion optimize: error: {FULL}: {NO_SPACE}\n")
+        assert not table.exists() and not (tmp_path / "o.run").exists()
+    p = full_stdout_run(*tune, "-o", tmp_path / "o.run")
+    assert (p.returncode, p.stderr) == (1, f"rankfusion optimize: error: stdout: {NO_SPACE}\n")
+    assert not (tmp_path / "o.run").exists()

@@ -487,6 +487,22 @@ def test_bad_arguments_name_the_argument(kwargs, error, match):
         rankfusion.optimize(call.pop("runs"), call.pop("qrels"), **call)
 
 
+def test_a_bad_parquet_run_is_named_by_its_file(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good, strings, nan = (tmp_path / f"{n}.parquet" for n in ("good", "strings", "nan"))
+    pq.write_table(pa.table({"qid": ["q", "q"], "docid": ["a", "b"], "score": [2.0, 1.0]}), good)
+    pq.write_table(pa.table({"qid": ["q"], "docid": ["a"], "score": ["2"]}), strings)
+    pq.write_table(pa.table({"qid": ["q", "q"], "docid": ["a", "b"], "score": [1, math.nan]}), nan)
+    with pytest.raises(TypeError) as caught:
+        rankfusion.optimize([good, strings], QRELS, method="rrf", metric="P@1")
+    assert str(caught.value) == f"{strings}: column 'score' must hold numbers, got string"
+    with pytest.raises(ValueError) as caught:
+        rankfusion.optimize([good, nan], QRELS, method="rrf", metric="P@1")
+    assert str(caught.value) == f"{nan}, row 1, column 'score': score is NaN"
+
+
 def test_a_query_that_cannot_be_fused_is_named():
     runs = [{"q": trec.Ranking(["a"], [math.inf])}, {"q": trec.Ranking(["a"], [1.0])}]
     with pytest.raises(ValueError, match="query 'q' \\(weights=.*\\): .*finite"):

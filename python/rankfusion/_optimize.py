@@ -400,7 +400,8 @@ def _as_run(run: Any, i: int, order: str, read_duplicates: str) -> Mapping[str, 
         if name.endswith((".parquet", ".pq")):
             from . import frame
 
-            return frame.to_run(frame.read_table(run), order=order, duplicates=read_duplicates)
+            table, path = frame.read_table(run), os.fspath(run)  # errors name the file
+            return frame._to_run(table, path, "qid", "docid", "score", order, read_duplicates)
         return trec.read_run(
             run,
             order="file" if order == "file" else "score",

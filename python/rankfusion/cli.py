@@ -10,12 +10,13 @@ only after everything succeeded. See docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import math
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import trec
 
@@ -549,17 +550,57 @@ def _write_stdout(text: str) -> None:
     """
     out = sys.stdout
     raw = getattr(out, "buffer", None)
-    if isinstance(out, io.TextIOWrapper) and isinstance(raw, io.RawIOBase) and os.linesep == "\n":
-        out.flush()
-        data = memoryview(text.encode(out.encoding, out.errors or "strict"))
-        while data:
-            n = raw.write(data)
-            if n is None:  # a non-blocking stdout that is full
-                raise BlockingIOError(0, "stdout cannot take more now")
-            data = data[n:]
-    else:
-        out.write(text)
-        out.flush()
+    with _writing("stdout"):
+        if (
+            isinstance(out, io.TextIOWrapper)
+            and isinstance(raw, io.RawIOBase)
+            and os.linesep == "\n"
+        ):
+            out.flush()
+            data = memoryview(text.encode(out.encoding, out.errors or "strict"))
+            while data:
+                n = raw.write(data)
+                if n is None:  # a non-blocking stdout that is full
+                    raise BlockingIOError(0, "stdout cannot take more now")
+                data = data[n:]
+        else:
+            out.write(text)
+            out.flush()
+
+
+@contextlib.contextmanager
+def _writing(name: str) -> Iterator[None]:
+    """An OSError raised while writing ``name`` (an output file, ``stdout``) as a DataError
+    that names it (``/dev/full: No space left on device``); a broken pipe is left alone (the
+    reader of stdout went away: see ``main``)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        if e.filename is not None:  # it names its file already
+            raise
+        raise DataError(f"{name}: {e.strerror or e}") from None
+
+
+def _commit(pending: Sequence[Any], stdout: Optional[Callable[[], None]] = None) -> None:
+    """Completes the temporary files ``pending`` (``trec._AtomicFile``s, written), then renames
+    each into place; ``stdout`` first writes what goes to stdout (the run, a table), so that a
+    stdout that fails (full, closed, a broken pipe) leaves every output file untouched. On any
+    error every temporary file is removed."""
+    try:
+        for p in pending:
+            with _writing(p.path):
+                p.finish()
+        if stdout is not None:
+            stdout()
+        for p in pending:
+            with _writing(p.path):
+                p.commit()
+    except BaseException:
+        for p in pending:
+            p.discard()
+        raise
 
 
 _OPTION_NAMES = {
@@ -694,16 +735,38 @@ def _fuse_tables(args: argparse.Namespace) -> int:
         where = re.fullmatch(r"runs\[(\d+)\]", e.run)
         path = args.runs[int(where.group(1))] if where else e.run
         raise DataError(str(e).replace(e.run, path, 1)) from None
+    except TypeError as e:  # a column of the wrong type: "runs[1]: column 'score' must ..."
+        where = re.match(r"runs\[(\d+)\]: ", str(e))
+        if where is None:
+            raise
+        path = args.runs[int(where.group(1))]
+        raise DataError(f"{path}: {str(e)[where.end() :]}") from None
     del tables
-    if _format(args, args.output) == "parquet":
-        frame.write_parquet(fused, args.output)
-    elif args.output and args.output != "-":
-        frame.write_trec(fused, args.output, tag=args.tag)
+    _write_tables(args, fused)
+    return 0
+
+
+def _write_tables(args: argparse.Namespace, fused: Any) -> None:
+    """The fused table to -o (Parquet or TREC text) or to stdout (TREC text), named in an
+    error, nothing half-written."""
+    frame = _frame()
+    if args.output and args.output != "-":
+        parquet = _format(args, args.output) == "parquet"
+        run_file = trec._AtomicFile(args.output, compress=False if parquet else None)
+        try:
+            with _writing(args.output):
+                if parquet:
+                    frame._write_parquet_file(fused, run_file)
+                else:
+                    frame.write_trec(fused, run_file.file, tag=args.tag)
+        except BaseException:
+            run_file.discard()
+            raise
+        _commit([run_file])
     else:  # as the other paths write to stdout
         text = io.StringIO()
         frame.write_trec(fused, text, tag=args.tag)
         _write_stdout(text.getvalue())
-    return 0
 
 
 # --- fuse -------------------------------------------------------------------------------------
@@ -801,30 +864,35 @@ def _fuse_command(args: argparse.Namespace) -> int:
         if args.trace:
             trace_file = trec._AtomicFile(args.trace)
             pending.append(trace_file)
-            _trace_lines(fused, args.runs, trace_file.file)
+            with _writing(args.trace):
+                _trace_lines(fused, args.runs, trace_file.file)
         if _format(args, args.output) == "parquet":
             run_file = trec._AtomicFile(args.output, compress=False)
             pending.append(run_file)
             frame = _frame()
-            frame._write_parquet_file(frame.from_run(fused), run_file)
+            with _writing(args.output):
+                frame._write_parquet_file(frame.from_run(fused), run_file)
         elif args.output and args.output != "-":
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
-            trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
-        for p in pending:
-            p.commit()
+            with _writing(args.output):
+                trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
     except BaseException:
         for p in pending:
             p.discard()
         raise
-    if not args.output or args.output == "-":
-        text = io.StringIO()
-        trec.write_run(fused, text, tag=args.tag)
-        _write_stdout(text.getvalue())
-        if table is not None:
-            sys.stderr.write(table)
-    elif table is not None:
-        sys.stdout.write(table)
+
+    def stdout() -> None:  # before the files are renamed into place: a failure leaves them
+        if not args.output or args.output == "-":
+            text = io.StringIO()
+            trec.write_run(fused, text, tag=args.tag)
+            _write_stdout(text.getvalue())
+            if table is not None:
+                sys.stderr.write(table)
+        elif table is not None:
+            _write_stdout(table)
+
+    _commit(pending, stdout)
     return 0
 
 
@@ -873,11 +941,12 @@ def _fuse_native(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
         run_file = trec._AtomicFile(args.output)
         try:
-            run_file.write_bytes(data)
+            with _writing(args.output):
+                run_file.write_bytes(data)
         except BaseException:
             run_file.discard()
             raise
-        run_file.commit()
+        _commit([run_file])
     else:
         # as the Python path writes it: its text, in stdout's encoding and error handler
         _write_stdout(data.decode("utf-8", "surrogateescape"))
@@ -1126,25 +1195,28 @@ def _optimize_command(args: argparse.Namespace) -> int:
         if args.table:
             table_file = trec._AtomicFile(args.table)
             pending.append(table_file)
-            _write_table(result, table_file.file)
+            with _writing(args.table):
+                _write_table(result, table_file.file)
         if isinstance(fused, bytes):
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
-            run_file.write_bytes(fused)
+            with _writing(args.output):
+                run_file.write_bytes(fused)
         elif fused is not None and _format(args, args.output) == "parquet":
             run_file = trec._AtomicFile(args.output, compress=False)
             pending.append(run_file)
-            _frame()._write_parquet_file(fused, run_file)
+            with _writing(args.output):
+                _frame()._write_parquet_file(fused, run_file)
         elif fused is not None:
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
-            _frame().write_trec(fused, run_file.file, tag=args.tag)
-        for p in pending:
-            p.commit()
+            with _writing(args.output):
+                _frame().write_trec(fused, run_file.file, tag=args.tag)
     except BaseException:
         for p in pending:
             p.discard()
         raise
+    _commit(pending)
     return 0
 
 

@@ -296,11 +296,18 @@ class _AtomicFile:
         gzip sync block before the data)."""
         self._binary.write(data)
 
-    def commit(self) -> None:
+    def finish(self) -> None:
+        """Completes the file (every byte written, the gzip trailer, closed) under its
+        temporary name: what can fail for lack of space fails here, before ``commit``."""
+        if self._raw.closed:
+            return
         self.file.flush()
         if self._gz is not None:
             self._gz.close()  # writes the gzip trailer; leaves the raw file open
         self._raw.close()
+
+    def commit(self) -> None:
+        self.finish()
         if self._tmp is not None:
             os.replace(self._tmp, self._target)
             self._tmp = None
