@@ -2,9 +2,10 @@
 
 Exit status: 0 success; 2 bad usage (an unknown option, a bad value, a missing input file, an
 unknown metric, an option whose extra is not installed); 1 bad data (a malformed line, a corrupt
-gzip file, a query or doc that is not there, an I/O error while reading or writing). On any error
-nothing is written: every output file is written under a temporary name and renamed into place
-only after everything succeeded. See docs/cli.md.
+gzip file, a query or doc that is not there, an I/O error while reading or writing); 141 the
+reader of stdout went away (``| head``: quietly, as a process SIGPIPE ends); 130 interrupted. On
+any error nothing is written: every output file is written under a temporary name and renamed
+into place only after everything succeeded. See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ examples:
   rankfusion optimize a.run b.run --qrels qrels.txt --method sum --metric ndcg@10 \\
       --grid norm=min-max,z-score,max,rank
 """
+
+
+EXIT_BROKEN_PIPE = 141
+"""The exit status when the reader of stdout goes away (``| head``): 128 + SIGPIPE, what a shell
+reports for cat, seq or grep ended by SIGPIPE there."""
 
 
 class UsageError(Exception):
@@ -249,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fuse, explain and evaluate TREC runs with Reciprocal Rank Fusion and "
         "21 other rank- and score-based methods: fast and deterministic.",
         epilog="Run 'rankfusion COMMAND --help' for a command's options and examples. "
-        "Exit status: 0 ok, 1 bad data, 2 bad usage.",
+        "Exit status: 0 ok, 1 bad data, 2 bad usage, 141 stdout's reader gone (| head), 130 "
+        "interrupted.",
     )
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -1319,13 +1326,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{command}: error: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:
-        # the reader of stdout went away (e.g. `| head`): not an error worth a traceback
+        # the reader of stdout went away (`| head -1`): quietly, with the status of a process
+        # that SIGPIPE ended (128 + 13), as cat, seq or grep end there (docs/cli.md); stdout
+        # goes to /dev/null so that the interpreter's last flush finds no pipe
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         except OSError:  # pragma: no cover
             pass
-        return 1
+        return EXIT_BROKEN_PIPE
     except OSError as e:
         print(f"{command}: error: {e}", file=sys.stderr)
         return 1
