@@ -554,6 +554,29 @@ def test_command_reports_and_writes_the_best_run(tmp_path, capsys):
     assert best.read_bytes() == fused.read_bytes()
 
 
+def test_a_negative_seed_is_one_rule_in_python_and_the_command(tmp_path, capsys):
+    """Any integer seeds the folds: rankfusion.optimize(seed=-1) and --seed -1 alike, the
+    same folds; a seed that is not an integer is refused by both."""
+    folder = collection("cranfield")
+    files = [str(folder / "bm25.run.gz"), str(folder / "minilm.run.gz")]
+    qrels = str(folder / "qrels.txt")
+    r = rankfusion.optimize(files, qrels, method="rrf", metric="P@5", folds=3, seed=-1, limit=1000)
+    other = rankfusion.optimize(files, qrels, method="rrf", metric="P@5", folds=3, seed=1)
+    assert [f.queries for f in r.folds] != [f.queries for f in other.folds]
+    args = ["optimize", *files, "--qrels", qrels, "--method", "rrf", "--metric", "P@5"]
+    code, out, err = run_cli([*args, "--folds", "3", "--seed", "-1", "-q"], capsys)
+    assert code == 0, err
+    assert f"cross-validated (3 folds, seed -1): P@5 {r.cv_score:.4f}" in out
+    for f in r.folds:
+        assert f"{len(f.queries)}  k={f.choice['k']}" in out
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main([*args, "--folds", "3", "--seed", "1.5"])
+    assert exited.value.code == 2
+    assert "argument --seed: not an integer: '1.5'" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="seed must be an int"):
+        rankfusion.optimize(files, qrels, method="rrf", metric="P@5", seed=1.5)
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

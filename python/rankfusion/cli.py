@@ -125,6 +125,14 @@ def _int_at_least(minimum: int):
     return parse
 
 
+def _integer(text: str) -> int:
+    """Any integer (``--seed``: negative too, as ``rankfusion.optimize(seed=...)`` takes)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
 def _weights(text: str) -> List[float]:
     parts = [p.strip() for p in text.split(",")]
     if not all(parts):
@@ -436,10 +444,10 @@ def _add_optimize_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seed",
-        type=_int_at_least(0),
+        type=_integer,
         default=0,
         metavar="S",
-        help="the folds' seed (default 0): the same seed, the same folds",
+        help="the folds' seed, any integer (default 0): the same seed, the same folds",
     )
     parser.add_argument(
         "--lower-is-better",
