@@ -487,6 +487,48 @@ def test_bad_arguments_name_the_argument(kwargs, error, match):
         rankfusion.optimize(call.pop("runs"), call.pop("qrels"), **call)
 
 
+def test_integral_gains_of_any_type_and_others_named():
+    """A qrels DataFrame gives numpy ints; a float column 1.0: both are gains, as the int they
+    equal; anything else is a TypeError naming the judgment (pytrec_eval named nothing)."""
+    import numpy as np
+
+    runs = [
+        {"1": trec.Ranking(["a", "b", "c"], [3.0, 2.0, 1.0])},
+        {"1": trec.Ranking(["c", "b"], [2.0, 1.0])},
+    ]
+    plain = {"1": {"b": 2, "c": 1, "z": 0}}
+    want = rankfusion.optimize(runs, plain, method="rrf", metric="ndcg@10")
+    assert want.best_score > 0
+    fused = trec.fuse(runs)
+    expected = trec.evaluate(fused, plain, "ndcg@10,P@2")
+    for gains in (
+        [np.int64(2), np.int32(1), np.uint8(0)],
+        [2.0, 1.0, 0.0],
+        [np.float64(2.0), np.float32(1.0), -0.0],
+    ):
+        qrels = {"1": dict(zip(["b", "c", "z"], gains))}
+        got = rankfusion.optimize(runs, qrels, method="rrf", metric="ndcg@10")
+        assert got.scores == want.scores
+        assert trec.evaluate(fused, qrels, "ndcg@10,P@2") == expected
+    for gain, shown in (
+        (1.5, "float 1.5"),
+        ("1", "str '1'"),
+        (True, "bool True"),
+        (np.True_, "numpy.bool np.True_"),
+        (math.nan, "float nan"),
+        (np.float64(math.inf), "numpy.float64 np.float64(inf)"),
+        (None, "NoneType None"),
+    ):
+        message = f"qrels['1']['c'] must be an integer gain, got {shown}"
+        qrels = {"1": {"b": 1, "c": gain}}
+        with pytest.raises(TypeError) as caught:
+            rankfusion.optimize(runs, qrels, method="rrf", metric="ndcg@10")
+        assert str(caught.value) == message
+        with pytest.raises(TypeError) as caught:
+            trec.evaluate(fused, qrels, "ndcg@10")
+        assert str(caught.value) == message
+
+
 def test_a_bad_parquet_run_is_named_by_its_file(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq

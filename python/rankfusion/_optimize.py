@@ -385,7 +385,7 @@ def _qrels(qrels: Any) -> trec.Qrels:
     for qid, judged in qrels.items():
         if not isinstance(judged, Mapping):
             raise TypeError(f"qrels[{qid!r}] must be a mapping {{docid: gain}}")
-        out[str(qid)] = {str(d): g for d, g in judged.items()}
+        out[str(qid)] = {str(d): trec._gain(g, qid, d) for d, g in judged.items()}
     if not out:
         raise ValueError("qrels is empty: no query to evaluate")
     return out

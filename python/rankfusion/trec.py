@@ -44,6 +44,7 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import numbers
 import operator
 import os
 import sys
@@ -802,6 +803,36 @@ def parse_metrics(spec: Union[str, Iterable[str]]) -> List[Any]:
     return measures
 
 
+def _gain(value: Any, qid: Any, docid: Any) -> int:
+    """A judgment's gain as the int pytrec_eval needs: an integer of any type (numpy's too, as
+    a qrels DataFrame gives them) or an integral float (``1.0``); else (a bool, a string, 1.5,
+    NaN) a TypeError naming the judgment."""
+    if type(value) is int:
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)  # numpy's ints (numpy's bool is not an Integral)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        x = float(value)
+        if math.isfinite(x) and x.is_integer():
+            return int(x)
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    raise TypeError(f"qrels[{qid!r}][{docid!r}] must be an integer gain, got {name} {value!r}")
+
+
+def _int_gains(qrels: Mapping[Any, Mapping[Any, Any]]) -> Dict[Any, Dict[Any, int]]:
+    """``qrels`` with every gain an int (see ``_gain``), as pytrec_eval takes them; a TypeError
+    names the first judgment that is not an integer (``qrels['1']['a']``)."""
+    out: Dict[Any, Dict[Any, int]] = {}
+    for qid, judged in qrels.items():
+        if not isinstance(judged, Mapping):
+            raise TypeError(
+                f"qrels[{qid!r}] must be a mapping {{docid: gain}}, got {type(judged).__name__}"
+            )
+        out[qid] = {d: _gain(g, qid, d) for d, g in judged.items()}
+    return out
+
+
 def evaluate(
     run: Mapping[Any, Any], qrels: Qrels, metrics: Union[str, Iterable[Any]] = "ndcg@10"
 ) -> Dict[str, float]:
@@ -811,9 +842,12 @@ def evaluate(
 
     ``run`` is a run or fused hits; it is evaluated as trec_eval would evaluate the file
     :func:`write_run` writes: trec_eval ranks by score and breaks ties by doc id, whatever the
-    rank column says. Raises ImportError when ir-measures is not installed.
+    rank column says. ``qrels``: ``{qid: {docid: gain}}``, each gain an integer (numpy's too)
+    or an integral float (``1.0``); another gain is a TypeError naming it (``qrels['1']['a']``).
+    Raises ImportError when ir-measures is not installed.
     """
     ir_measures = _import_ir_measures()
+    qrels = _int_gains(qrels)
     if isinstance(metrics, str):
         measures = parse_metrics(metrics)
     else:
