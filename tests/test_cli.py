@@ -323,6 +323,25 @@ def test_fuse_with_qrels_prints_a_table(runs, tmp_path):
     assert p.stderr.splitlines()[0].split() == ["run", "nDCG@10", "R@100"]
 
 
+def test_fuse_warns_when_no_judged_query_has_results(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("001 0 x 1\n002 0 u 1\n")  # the runs' queries are 1, 2 and 3
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "-o", tmp_path / "f.run", "--metrics", "P@1")
+    assert p.returncode == 0
+    warning = (
+        f"rankfusion: warning: no judged query has results: {qrels} judges 2 queries (001, "
+        "002), none of which a run has (the runs have 3 queries (1, 2, 3)); every mean is 0\n"
+    )
+    assert warning in p.stderr
+    assert [line.split()[-1] for line in p.stdout.splitlines()[1:]] == ["0.0000"] * 3
+    assert rankfusion("fuse", a, b, "--qrels", qrels, "-q").stderr.startswith("run ")  # quiet
+    qrels.write_text("001 0 x 1\n2 0 u 1\n")  # one query meets: no warning
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "-o", tmp_path / "f.run")
+    assert p.returncode == 0 and "no judged query" not in p.stderr
+
+
 def test_fuse_with_bad_qrels_or_metric(runs, tmp_path):
     pytest.importorskip("ir_measures")
     a, b = runs

@@ -8,6 +8,7 @@ import math
 import random
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -239,8 +240,9 @@ def test_a_tie_longer_than_the_ranked_depth_is_fused_whole():
     fused = trec.to_dict(trec.fuse(runs, method="sum", norm="none"))
     whole = ir_measures.calc_aggregate([ir_measures.P @ 5], qrels, fused)[ir_measures.P @ 5]
     assert r.scores == (whole,) == (0.2,)
-    r = rankfusion.optimize(runs, qrels, method="sum", metric="P@5", grid={"norm": ["none"]},
-                            limit=30)  # fmt: skip
+    with pytest.warns(RuntimeWarning, match="every setting scores 0"):  # cut off: all 0
+        r = rankfusion.optimize(runs, qrels, method="sum", metric="P@5", grid={"norm": ["none"]},
+                                limit=30)  # fmt: skip
     cut = trec.to_dict(trec.fuse(runs, method="sum", norm="none", limit=30))
     assert "d39" not in cut["q"] and r.scores == (0.0,)  # the limit cuts it off, as -o would
 
@@ -527,6 +529,56 @@ def test_integral_gains_of_any_type_and_others_named():
         with pytest.raises(TypeError) as caught:
             trec.evaluate(fused, qrels, "ndcg@10")
         assert str(caught.value) == message
+
+
+def test_qrels_that_judge_nothing_of_the_runs_are_refused():
+    """Qrels whose queries no run holds ('001' against '1'), or that judge no document, would
+    make every setting score 0 and the "best" a pick of the grid's order: refused, naming
+    both sides; a table of zeros where the queries do meet is chosen from with a warning."""
+    runs = [{"1": trec.Ranking(["a", "b"], [2.0, 1.0])}, {"1": trec.Ranking(["b"], [1.0])}]
+    with pytest.raises(ValueError) as caught:
+        rankfusion.optimize(runs, {"001": {"a": 1}}, method="rrf", metric="ndcg@10")
+    assert str(caught.value) == (
+        "no judged query is in the runs: the qrels judge 1 query ('001'), the runs hold 1 "
+        "query ('1'); every setting would score 0"
+    )
+    with pytest.raises(ValueError) as caught:
+        rankfusion.optimize(runs, {"1": {}}, method="rrf", metric="ndcg@10")
+    assert str(caught.value) == (
+        "the qrels judge no document: their 1 query ('1') have no judgments; every setting "
+        "would score 0"
+    )
+    with pytest.warns(RuntimeWarning, match="every setting scores 0 on every judged query"):
+        r = rankfusion.optimize(runs, {"1": {"zz": 1}}, method="rrf", metric="ndcg@10")
+    assert r.best_index == 0 and set(r.scores) == {0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a table with one non-zero value: no warning
+        rankfusion.optimize(runs, {"1": {"b": 1}, "2": {"x": 1}}, method="rrf", metric="P@1")
+
+
+def test_the_command_refuses_or_warns_as_optimize_does(tmp_path, capsys):
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("001 0 a 1\n")
+    args = ["optimize", str(run), str(run), "--qrels", str(qrels), "--method", "rrf"]
+    out = tmp_path / "best.run"
+    code, _, err = run_cli([*args, "--metric", "P@1", "-o", str(out)], capsys)
+    assert code == 1 and not out.exists()
+    assert err == (
+        "rankfusion optimize: error: no judged query is in the runs: the qrels judge 1 query "
+        "('001'), the runs hold 1 query ('1'); every setting would score 0\n"
+    )
+    qrels.write_text("1 0 zz 1\n")
+    code, stdout, err = run_cli([*args, "--metric", "P@1"], capsys)
+    assert code == 0
+    assert err == (
+        "rankfusion: warning: every setting scores 0 on every judged query (P@1): the qrels "
+        "give nothing to choose by, and the best is merely the first setting of the grid\n"
+    )
+    assert "best (in-sample): k=10  P@1 0.0000" in stdout
+    code, _, err = run_cli([*args, "--metric", "P@1", "-q"], capsys)
+    assert (code, err) == (0, "")
 
 
 def test_a_bad_parquet_run_is_named_by_its_file(tmp_path):

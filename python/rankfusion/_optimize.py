@@ -32,6 +32,7 @@ import math
 import numbers
 import os
 import re
+import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -432,6 +433,42 @@ def _as_run(run: Any, i: int, order: str, read_duplicates: str) -> Mapping[str, 
     )
 
 
+def _shown_ids(ids: Sequence[Any], n: int = 5) -> str:
+    """``3 queries ('1', '2', '3')``: how many, and the first ``n``."""
+    shown = ", ".join(map(repr, ids[:n])) + (", ..." if len(ids) > n else "")
+    return f"{len(ids)} quer{'y' if len(ids) == 1 else 'ies'} ({shown})"
+
+
+def _check_judged(judged: trec.Qrels, present: Sequence[str], runs: Sequence[Any]) -> None:
+    """A ValueError when no setting could score anything but 0 for want of judgments: the
+    qrels judge no document, or no query that the runs hold (``'001'`` against ``'1'``)."""
+    if not any(judged.values()):
+        raise ValueError(
+            f"the qrels judge no document: their {_shown_ids(list(judged))} have no "
+            "judgments; every setting would score 0"
+        )
+    if not any(judged[q] for q in present):
+        held: Dict[str, None] = {}
+        for run in runs:
+            held.update(dict.fromkeys(run))
+        with_judgments = [q for q in judged if judged[q]]
+        raise ValueError(
+            f"no judged query is in the runs: the qrels judge {_shown_ids(with_judgments)}, "
+            f"the runs hold {_shown_ids(list(held))}; every setting would score 0"
+        )
+
+
+def _all_zero(result: "OptimizeResult") -> Optional[str]:
+    """What to say when every setting scores 0 on every query (the best is then chosen by
+    nothing but its place in the grid), else None."""
+    if result.per_query.size and not result.per_query.any():
+        return (
+            f"every setting scores 0 on every judged query ({result.metric}): the qrels give "
+            "nothing to choose by, and the best is merely the first setting of the grid"
+        )
+    return None
+
+
 def _check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
@@ -665,7 +702,10 @@ def optimize(
       ``fuse_batch``'s.
 
     Ties in the mean go to the first setting in grid order (ranx's ``optimize_fusion`` takes
-    the last). Raises TypeError / ValueError naming a bad argument (every setting of the grid is
+    the last); when every setting scores 0 on every query a RuntimeWarning says that the
+    best was chosen by nothing. Raises ValueError when the qrels judge no document, or no query
+    that a run holds (``'001'`` against ``'1'``: every setting would score 0), TypeError /
+    ValueError naming a bad argument (every setting of the grid is
     checked as ``fuse`` checks it, before any is fused), what the readers raise for bad files
     (``TrecFormatError``, ``frame.TableError``), ValueError ``"query 'q' (setting): ..."`` for
     a query that a setting cannot fuse (its message is ``fuse``'s: a score that overflows, a raw
@@ -686,7 +726,11 @@ def optimize(
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     judged = _qrels(qrels)
-    return _search(plan, runs, judged, _check_folds(folds, len(judged)), progress, threads)
+    result = _search(plan, runs, judged, _check_folds(folds, len(judged)), progress, threads)
+    zero = _all_zero(result)
+    if zero is not None:
+        warnings.warn(zero, RuntimeWarning, stacklevel=2)
+    return result
 
 
 class _Plan(NamedTuple):
@@ -775,7 +819,9 @@ def _search(
 
     read_duplicates = "error" if fixed.get("duplicates") == "error" else "keep"
     rankings = [_as_run(r, i, plan.order, read_duplicates) for i, r in enumerate(runs)]
-    names, blocks = _matrices(rankings, [q for q in queries if any(q in r for r in rankings)])
+    present = [q for q in queries if any(q in r for r in rankings)]
+    _check_judged(judged, present, rankings)
+    names, blocks = _matrices(rankings, present)
     del rankings
     doc_ids = np.array(names, dtype=object)
 

@@ -680,6 +680,26 @@ def _warn_missing(args: argparse.Namespace, qids: Sequence[Sequence[str]]) -> No
             )
 
 
+def _warn_unjudged(args: argparse.Namespace, qrels: trec.Qrels, runs: Sequence[Any]) -> None:
+    """Warns when no query that the qrels judge is in a run (``001`` against ``1``): every mean
+    of the table is then 0."""
+    if any(q in run for run in runs for q in qrels if qrels[q]):
+        return
+    held: Dict[str, None] = {}
+    for run in runs:
+        held.update(dict.fromkeys(run))
+
+    def shown(ids: List[str]) -> str:
+        listed = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        return f"{len(ids)} quer{'y' if len(ids) == 1 else 'ies'} ({listed})"
+
+    _warn(
+        args,
+        f"no judged query has results: {args.qrels} judges {shown(list(qrels))}, none of "
+        f"which a run has (the runs have {shown(list(held))}); every mean is 0",
+    )
+
+
 def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
     progress = _progress(args)
     runs = []
@@ -863,6 +883,8 @@ def _fuse_command(args: argparse.Namespace) -> int:
         return _fuse_tables(args) if tables else _fuse_native(args)
     runs = _read_runs(args)
     qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
+    if qrels is not None:
+        _warn_unjudged(args, qrels, runs)
     fused = trec.fuse(
         runs, **_fusion_options(args), trace=bool(args.trace), progress=_progress(args)
     )
@@ -1184,6 +1206,9 @@ def _optimize_command(args: argparse.Namespace) -> int:
     runs = _read_runs(args)
     result = _optimize._search(plan, runs, qrels, args.folds, _progress(args), threads=None)
     del runs
+    zero = _optimize._all_zero(result)
+    if zero is not None:
+        _warn(args, zero)
     _write_stdout(_optimize_report(args, result))
 
     # the fused run first (it fuses every query of the runs, judged or not), then both files
