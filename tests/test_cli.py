@@ -751,3 +751,37 @@ def test_optimize_names_a_full_file_or_stdout(runs, tmp_path):
     p = full_stdout_run(*tune, "-o", tmp_path / "o.run")
     assert (p.returncode, p.stderr) == (1, f"rankfusion optimize: error: stdout: {NO_SPACE}\n")
     assert not (tmp_path / "o.run").exists()
+
+
+def test_the_command_runs_without_cyclic_garbage_collections(tmp_path, capsys):
+    """A run on the Python path is millions of objects and no reference cycles: a full
+    collection would stop the command for up to seconds, deaf to Ctrl-C, to find nothing. The
+    command runs with the collector off, and puts it back as it found it."""
+    import gc
+
+    from rankfusion.cli import main
+
+    run = tmp_path / "a.run"
+    run.write_text(run_text((q, f"d{d}", d + 1, 100.0 - d) for q in range(100) for d in range(100)))
+    out, trace = tmp_path / "o.run", tmp_path / "t.jsonl"
+    collections = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        assert gc.isenabled()
+        assert main(["fuse", str(run), str(run), "--trace", str(trace), "-o", str(out)]) == 0
+        assert collections == []  # 20,000 lines, traced: thousands of allocations
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            assert main(["fuse", str(run), str(run), "-o", str(out)]) == 0
+            assert not gc.isenabled()  # as it was
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(count)
+    assert out.read_text().startswith("0 Q0 ") and trace.read_text().startswith("{")

@@ -1013,8 +1013,10 @@ def _traced_runs(
                     for qid, n in zip(qids, counts[s]):
                         run[qid] = dict(itertools.islice(pairs, n))
                 yield run
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # interrupted, closed: what runs finishes on its own, unwaited for
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _fused_runs(
@@ -1085,8 +1087,10 @@ def _fused_runs(
                     run[qids[row]] = ranking  # a row fused again whole comes later
             del fused
             yield run
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # interrupted, closed: what runs finishes on its own, unwaited for
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 _ROW_ERROR = re.compile(r"row (\d+): (.*)", re.S)

@@ -567,8 +567,13 @@ def _encode_docs(
 
     workers = max(1, min(_threads(threads), len(blocks)))
     if workers > 1:
-        with ThreadPoolExecutor(workers) as pool:
+        pool = ThreadPoolExecutor(workers)
+        try:
             dictionaries = list(pool.map(encode, blocks))
+        except BaseException:  # Ctrl-C: the blocks not started are dropped, unwaited for
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     else:
         dictionaries = [encode(b) for b in blocks]
     offset = 0
