@@ -287,6 +287,29 @@ def test_help_and_version():
     assert p.returncode == 0 and p.stdout.startswith("rankfusion ")
 
 
+def test_explain_help_gives_each_methods_contribution(runs):
+    """`explain --help` says how each method makes a contribution (not weight / (k + rank) for
+    all): one line per method, the formula explain's own header prints for it."""
+    from rankfusion import _core
+
+    p = rankfusion("explain", "--help")
+    assert p.returncode == 0
+    text = " ".join(p.stdout.split())
+    assert "contribution weight / (k + rank)" not in text
+    listed = {}
+    for line in p.stdout.splitlines():
+        words = line.split(None, 1)
+        if line.startswith("  ") and words and words[0] in _core._METHODS and len(words) == 2:
+            listed[words[0]] = words[1]
+    assert list(listed) == list(_core._METHODS)
+    a, b = runs
+    for method, formula in listed.items():
+        options = {"rbc": ["--phi", "0.8"], "gmnz": ["--gamma", "2"]}.get(method, [])
+        header = rankfusion("explain", a, b, "--query", "1", "--method", method, *options, "-q")
+        assert header.returncode == 0, header.stderr
+        assert header.stdout.splitlines()[0].endswith(", " + formula), (method, header.stdout)
+
+
 def test_no_progress_bar_when_stderr_is_not_a_tty(runs, tmp_path):
     a, b = runs
     p = rankfusion("fuse", a, b, "-o", tmp_path / "o.run")

@@ -325,9 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         help="show how fused scores of one query were made",
         description="Show, for one query, how each fused score was made: per run the rank, "
-        "raw score, weight and contribution weight / (k + rank). Use the same fusion options "
-        "as for 'rankfusion fuse'.",
-        epilog=EXPLAIN_EXAMPLES,
+        "the raw score, the normalised score (score-based methods), the weight and the "
+        "contribution, as the method makes it (below), and what the method applied to their "
+        "sum. Use the same fusion options as for 'rankfusion fuse'.",
+        epilog=_formulas_text() + "\n" + EXPLAIN_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_fusion_options(explain)
@@ -1032,6 +1033,18 @@ _FORMULAS = {
     "geometric_mean": "contribution = weight * ln normalised; score = exp(sum / sum of weights)",
     "harmonic_mean": "contribution = weight / normalised; score = sum of weights / sum",
 }
+
+
+def _formulas_text() -> str:
+    """Each method's contribution and score, for ``explain --help``."""
+    width = max(map(len, _FORMULAS))
+    lines = ["each run's contribution and the fused score, by --method:"]
+    lines += [f"  {name.ljust(width)}  {formula}" for name, formula in _FORMULAS.items()]
+    lines.append(
+        "  (normalised: the run's score after --norm; a score is the contributions' sum "
+        "unless said)"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _explain_command(args: argparse.Namespace) -> int:
