@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import subprocess
 import sys
 import warnings
@@ -601,6 +602,26 @@ def test_a_query_that_cannot_be_fused_is_named():
     runs = [{"q": trec.Ranking(["a"], [math.inf])}, {"q": trec.Ranking(["a"], [1.0])}]
     with pytest.raises(ValueError, match="query 'q' \\(weights=.*\\): .*finite"):
         rankfusion.optimize(runs, {"q": {"a": 1}}, method="wsum", metric="P@1")
+
+
+def test_the_python_example_of_the_docs_runs_as_written():
+    """docs/optimize.md's Python block, run from the repository's root on the shipped runs:
+    each print gives what its comment says (up to the comment's parenthesis)."""
+    collection("cranfield")
+    text = (ROOT / "docs" / "optimize.md").read_text()
+    after = text[text.index("<!-- optimize-example -->") :]
+    start = after.index("```python\n") + len("```python\n")
+    block = after[start : after.index("```\n", start)]
+    claims = [  # the comment, less a closing remark in words: "(in-sample)"
+        re.sub(r" \([a-z -]+\)$", "", line.split("  # ", 1)[1])
+        for line in block.splitlines()
+        if line.startswith("print(")
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == claims
 
 
 # --- the command ------------------------------------------------------------------------------
