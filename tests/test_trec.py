@@ -705,3 +705,18 @@ def test_evaluate_in_pieces_gives_ir_measures_values_bit_for_bit(monkeypatch):
     sizes.clear()
     trec.evaluate(run, qrels, "ndcg@10")
     assert len(sizes) > entries // 140 and max(sizes) < 140
+
+
+def test_writing_into_a_missing_folder_names_the_file_asked_for(tmp_path):
+    """Not the temporary name it is written under (.NAME.XXXXXXXX.tmp)."""
+    target = tmp_path / "missing" / "out.run"
+    with pytest.raises(FileNotFoundError) as caught:
+        trec.write_run({"q": Ranking(["a"], [1.0])}, target)
+    assert caught.value.filename == str(target)
+    assert str(caught.value) == f"[Errno 2] No such file or directory: {str(target)!r}"
+    pa = pytest.importorskip("pyarrow")  # the arrow extra, in the test extra (CI has it)
+    from rankfusion import frame
+
+    with pytest.raises(FileNotFoundError) as caught:
+        frame.write_parquet(pa.table({"qid": ["q"]}), tmp_path / "missing" / "out.parquet")
+    assert caught.value.filename == str(tmp_path / "missing" / "out.parquet")

@@ -277,6 +277,8 @@ class _AtomicFile:
                     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                 except FileExistsError:  # pragma: no cover - 32 random bits
                     continue
+                except OSError as e:  # a missing folder, say: named by the file asked for
+                    raise type(e)(e.errno, e.strerror, self.path) from None
                 break
             self._tmp = tmp
             self._target = target
