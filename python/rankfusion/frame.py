@@ -113,8 +113,10 @@ PRESETS = MappingProxyType(
 _ORDERS = ("score", "file")
 # Fused in one call of the engine: about this many cells (queries x sum of the runs' widths).
 _BLOCK_CELLS = 1 << 22
-# Doc ids are hashed in blocks of queries of about this many rows (all runs together).
-_ENCODE_ROWS = 1 << 20
+# Doc ids are hashed in blocks of queries of about this many rows (all runs together): a block's
+# hash table stays in the cache, as the command's native path interns each query's ids on its
+# own (5 runs x 2,000 queries x 1,000 docs: 1 << 20 took 2.3 s of CPU to hash, 1 << 12 0.54 s).
+_ENCODE_ROWS = 1 << 12
 _ROW_ERROR = re.compile(r"row (\d+): (.*)", re.S)
 _KEY = re.compile(r"(the key |of key )(\d+)")  # a doc code in the engine's message
 
