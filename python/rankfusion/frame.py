@@ -585,7 +585,8 @@ def _encode_docs(
                 target[g.start[qa] : g.start[qb - 1] + g.count[qb - 1]] += offset
         offset += 0 if dictionary is None else len(dictionary)
     values = [d for d in dictionaries if d is not None]
-    return out, pa.chunked_array(values, common)
+    # one array (a copy of the ids, once): taking rows of thousands of small chunks is slow
+    return out, pa.concat_arrays(values) if values else pa.array([], common)
 
 
 def _threads(threads: Optional[int]) -> int:
