@@ -278,9 +278,14 @@ def _encode(
         dictionary = unified.chunk(0).dictionary if chunks else pa.array([], t.value_type)
         index = _indices(unified)
         used = _first_appearances(index)
-        remap = np.zeros(len(dictionary), np.int64)
-        remap[used] = np.arange(len(used))
-        codes, values = remap[index], dictionary.take(pa.array(used))
+        if len(used) == len(dictionary) and (used == np.arange(len(used))).all():
+            # the dictionary is in order of first appearance already (Parquet writes a column's
+            # dictionary so, and unifying appends each next column's new values): as it is
+            codes, values = index, dictionary
+        else:
+            remap = np.zeros(len(dictionary), np.int64)
+            remap[used] = np.arange(len(used))
+            codes, values = np.take(remap, index), dictionary.take(pa.array(used))
     else:
         common = _common_type([c.type for c in columns if len(c)] or [c.type for c in columns])
         chunks = [c if c.type == common else c.cast(common) for c in chunks]
