@@ -261,6 +261,8 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
     subcommand = "optimize" if workload == "cli_optimize" else "fuse"
     extra = [names.get(a, a) for a in CLI[workload]]
     command = [sys.executable, "-m", "rankfusion", subcommand, *paths, *extra, "-q"]
+    if BASELINE:  # another rankfusion package's command (--baseline)
+        command = ["env", f"PYTHONPATH={BASELINE}", *command]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "rankfusion", "--version"], capture_output=True)
@@ -311,16 +313,27 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
     }
 
 
+BASELINE = ""  # --baseline: a folder holding another rankfusion package, for the cli workloads
+
+
 def main() -> None:
+    global BASELINE
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workloads", nargs="*", help=f"any of {', '.join(WORKLOADS)}")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="the command workloads run the rankfusion package in this folder (put first on "
+        "PYTHONPATH: e.g. an older commit's python/ with this build's extension)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.folder)
         return
+    BASELINE = args.baseline
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
