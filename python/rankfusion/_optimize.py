@@ -845,14 +845,9 @@ def _search(
 # and the parameter each tunes besides the weights.
 _TRACED: Mapping[str, Optional[str]] = MappingProxyType(
     {
-        "rrf": "k",
-        "rbc": "phi",
-        "logn_isr": "sigma",
-        "gmnz": "gamma",
-        "wsum": None,
-        "relative_score": None,
-        "mixed": None,
-        "wmnz": None,
+        name: next((p for p in row.params if p != "normalize"), None)
+        for name, row in METHODS.items()
+        if row.traced
     }
 )
 # A batch of settings scored at once holds at most about this many hits.
