@@ -17,7 +17,7 @@ use std::time::Duration;
 use _core::batch::{fuse_batch, Extra, IdMatrix, Output};
 use _core::cancel::Cancel;
 use _core::pool::resolve_threads;
-use _core::Params;
+use _core::Fusion;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 fn generated(q: usize, l: usize, n: usize, seed: u64) -> Vec<Vec<i64>> {
@@ -173,7 +173,7 @@ fn bench(c: &mut Criterion) {
             .collect();
         let entries: usize = data.iter().map(Vec::len).sum();
         group.throughput(Throughput::Elements(entries as u64));
-        let plan = Params::default().plan(mats.len()).expect("plan");
+        let plan = Fusion::default().plan(mats.len()).expect("plan");
         let none = Cancel::none();
         for threads in [1, cpus] {
             let first = fuse_batch(&mats, Extra::default(), &plan, -1, false, threads, &none)

@@ -15,7 +15,7 @@ use hashbrown::HashMap;
 
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
-use crate::fusion::{params, trace, Hasher, IdTable, Plan, Rows, Trace, Workspace};
+use crate::fusion::{params, trace, Caller, Hasher, IdTable, Plan, Rows, Trace, Workspace};
 use crate::memory::Buffer;
 use crate::pool;
 
@@ -143,7 +143,7 @@ pub fn fuse_batch(
         .collect();
     let cap: usize = read.iter().sum();
     // Every contribution a row can count, computed once for all rows.
-    let plan = plan.clone().with_contributions(&cols);
+    let plan = plan.clone().with_rank_terms(&cols);
     let entries = rows.saturating_mul(cols.iter().sum::<usize>());
     let n_threads = threads_for(entries, n_threads);
     let row_entries = (entries / rows.max(1)).max(1);
@@ -157,7 +157,7 @@ pub fn fuse_batch(
         rows.max(1)
     };
     let poll_rows = (POLL_ENTRIES / row_entries).max(1);
-    let per_row = plan.params.limit.map_or(cap, |l| l.min(cap));
+    let per_row = plan.fusion.limit.map_or(cap, |l| l.min(cap));
     let n_chunks = rows.div_ceil(chunk_rows);
     let first_error = AtomicUsize::new(usize::MAX);
     let fuse_chunk = |state: &mut RowState, c: usize| {
@@ -208,7 +208,7 @@ pub fn fuse_batch(
     if let Some((_, e)) = error {
         return Err(e);
     }
-    out.width = match plan.params.limit {
+    out.width = match plan.fusion.limit {
         Some(l) => l.min(cap),
         None => out
             .chunks
@@ -284,17 +284,15 @@ fn fuse_chunk(
                 .zip(lists)
                 .map(|(s, l)| s.map(|s| &s[q * l.cols()..(q + 1) * l.cols()])),
         );
-        let fused = check_row_scores(&row_lists, &row_scores, pad, plan.reads_scores())
-            .and_then(|()| {
-                ws.fuse(
+        let fused =
+            check_row_scores(&row_lists, &row_scores, pad, plan.reads_scores()).and_then(|()| {
+                ws.run(
+                    plan,
                     &mut Rows::new(&row_lists, Some(pad), table),
                     &row_scores,
-                    plan,
+                    &mut BoostById(extra.boost),
+                    &Cancel::none(),
                 )
-            })
-            .and_then(|()| match extra.boost {
-                Some(boost) => ws.boost(plan, |_, key, _| Ok::<_, Error>(boost.get(&key).copied())),
-                None => Ok(()),
             });
         if let Err(error) = fused {
             first_error.fetch_min(q, AtomicOrdering::Relaxed);
@@ -303,7 +301,6 @@ fn fuse_chunk(
                 .at(At::Row(q));
             return Err((q, error));
         }
-        ws.rank(plan);
         let page = ws.page();
         chunk.counts.push(page.len());
         chunk.ids.extend(page.iter().map(|&id| ws.key(id)));
@@ -324,6 +321,15 @@ fn fuse_chunk(
     Ok(chunk)
 }
 
+/// A batch's boost: values by id.
+struct BoostById<'a>(Option<&'a HashMap<i64, f64, Hasher>>);
+
+impl Caller<Error> for BoostById<'_> {
+    fn boost(&mut self, key: i64, _: (u32, u32)) -> Result<Option<f64>, Error> {
+        Ok(self.0.and_then(|b| b.get(&key).copied()))
+    }
+}
+
 /// The scores of one row are raw scores where an id is (the score of a pad is never read):
 /// never NaN, and finite when the method `read`s them.
 fn check_row_scores(
@@ -340,7 +346,7 @@ fn check_row_scores(
         }
         for (j, (&id, &x)) in ids.iter().zip(s.iter()).enumerate() {
             if id != pad {
-                params::raw_score(x, read, || format!("scores[{i}][{j}]"))?;
+                params::raw_score(x, read, i, j)?;
             }
         }
     }
@@ -564,24 +570,24 @@ pub fn fuse_batch_into_vecs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fusion::{self, canonical_sum, Duplicates, Hit, Params, TieBreak};
+    use crate::fusion::{self, canonical_sum, Duplicates, Fusion, Hit, TieBreak};
 
     use crate::testing::Rng;
 
     fn batch(
         mats: &[IdMatrix<'_>],
-        params: &Params,
+        params: &Fusion,
         trace: bool,
         threads: usize,
     ) -> Result<BatchOutput, Error> {
-        let plan = params.plan(mats.len())?;
+        let plan = params.check_plan(mats.len())?;
         fuse_batch_into_vecs(mats, Extra::default(), &plan, -1, trace, threads)
     }
 
-    fn random_params(rng: &mut Rng, n_lists: usize) -> Params {
-        let mut p = Params::default();
+    fn random_params(rng: &mut Rng, n_lists: usize) -> Fusion {
+        let mut p = Fusion::default();
         if rng.below(2) == 0 {
-            p.k = [0.0, 0.5, 1.0, 60.0][rng.below(4) as usize];
+            p.k = Some([0.0, 0.5, 1.0, 60.0][rng.below(4) as usize]);
         }
         if rng.below(3) == 0 {
             p.weights = Some(
@@ -730,9 +736,9 @@ mod tests {
                     .iter()
                     .map(|d| IdMatrix::new(d, rows, 6).unwrap())
                     .collect();
-                let params = Params {
+                let params = Fusion {
                     duplicates,
-                    ..Params::default()
+                    ..Fusion::default()
                 };
                 let out = batch(&mats, &params, false, 1);
                 for q in 0..rows {
@@ -768,13 +774,13 @@ mod tests {
             IdMatrix::new(&a, 1, 1).unwrap(),
             IdMatrix::new(&b, 1, 1).unwrap(),
         ];
-        let p = Params {
-            k: 0.0,
+        let p = Fusion {
+            k: Some(0.0),
             weights: Some(vec![1.0, 1.000_000_000_000_000_2]),
-            ..Params::default()
+            ..Fusion::default()
         };
         for limit in [None, Some(2)] {
-            let p = Params { limit, ..p.clone() };
+            let p = Fusion { limit, ..p.clone() };
             let out = batch(&mats, &p, false, 1).unwrap();
             assert_eq!(out.ids, vec![20, 10]);
             assert_eq!(out.scores, vec![1.000_000_000_000_000_2, 1.0]);
@@ -793,10 +799,10 @@ mod tests {
             .iter()
             .map(|k| IdMatrix::new(k, 1, 1).unwrap())
             .collect();
-        let p = Params {
-            k: 0.0,
+        let p = Fusion {
+            k: Some(0.0),
             weights: Some(weights),
-            ..Params::default()
+            ..Fusion::default()
         };
         let out = batch(&mats, &p, false, 1).unwrap();
         assert_eq!(out.ids, vec![7, 6, 4, 5, 2, 1, 3]);
@@ -812,7 +818,7 @@ mod tests {
             IdMatrix::new(&a, 1, 3).unwrap(),
             IdMatrix::new(&b, 1, 1).unwrap(),
         ];
-        let out = batch(&mats, &Params::default(), true, 1).unwrap();
+        let out = batch(&mats, &Fusion::default(), true, 1).unwrap();
         assert_eq!(out.width, 2);
         assert_eq!(out.ids, vec![8, 7]);
         let mut c = [1.0 / 63.0, 1.0 / 61.0];
@@ -829,23 +835,23 @@ mod tests {
     fn width_with_a_limit_and_empty_rows() {
         let a = [-1, -1, 1, 2];
         let mats = [IdMatrix::new(&a, 2, 2).unwrap()];
-        let p = Params {
+        let p = Fusion {
             limit: Some(10),
-            ..Params::default()
+            ..Fusion::default()
         };
         let out = batch(&mats, &p, false, 1).unwrap();
         assert_eq!((out.width, out.counts.clone()), (2, vec![0, 2]));
         let none: [IdMatrix; 0] = [];
-        let out = batch(&none, &Params::default(), false, 1).unwrap();
+        let out = batch(&none, &Fusion::default(), false, 1).unwrap();
         assert_eq!((out.rows, out.width), (0, 0));
     }
 
     #[test]
     fn normalize_without_positive_weight_is_an_argument_error() {
-        let p = Params {
+        let p = Fusion {
             weights: Some(vec![-1.0]),
             normalize: true,
-            ..Params::default()
+            ..Fusion::default()
         };
         for a in [[-1, -1, 1, 2], [-1, -1, -1, -1]] {
             let mats = [IdMatrix::new(&a, 2, 2).unwrap()];
@@ -867,9 +873,9 @@ mod tests {
         a[bad * 4 + 2] = a[bad * 4];
         a[later * 4 + 3] = a[later * 4];
         let mats = [IdMatrix::new(&a, rows, 4).unwrap()];
-        let p = Params {
+        let p = Fusion {
             duplicates: Duplicates::Error,
-            ..Params::default()
+            ..Fusion::default()
         };
         let e = batch(&mats, &p, false, 2).unwrap_err();
         assert_eq!(e.at, At::Row(bad));
@@ -893,7 +899,7 @@ mod tests {
             IdMatrix::new(&a, rows, 50).unwrap(),
             IdMatrix::new(&b, rows, 30).unwrap(),
         ];
-        let p = Params::default();
+        let p = Fusion::default();
         let one = batch(&mats, &p, true, 1).unwrap();
         let two = batch(&mats, &p, true, 2).unwrap();
         // Scores hold NaN pads: compare bits.
@@ -913,7 +919,7 @@ mod tests {
             IdMatrix::new(&a, 2, 1).unwrap(),
             IdMatrix::new(&b, 1, 2).unwrap(),
         ];
-        let e = batch(&mats, &Params::default(), false, 1).unwrap_err();
+        let e = batch(&mats, &Fusion::default(), false, 1).unwrap_err();
         assert_eq!(e.at, At::Call);
     }
 }

@@ -1,6 +1,8 @@
-//! The one error type of the core. Every bad input is a value: a [`Problem`] (what is wrong) and
-//! an [`At`] (where: the call's arguments, a row of a batch, a query of run files, a line of a
-//! file). The Python binding maps it to an exception in one place (`py::errors`).
+//! The one error type of the core. Every bad input is a value: a [`Problem`] (what is wrong),
+//! an [`At`] (where in a call: its arguments, a row of a batch, a query of a list of queries or
+//! of run files, a line of a file) and, for an argument's item, an [`Item`] (which list, which
+//! position). The Python binding maps it to an exception in one place (`py::errors`), whose
+//! attributes are these fields (`argument`, `row`, `query`, `list`, `rank`, `key`).
 //!
 //! A problem about a key (a repeat, a score that overflows) names it by its place in the input
 //! ([`KeyRef`]); the layer that holds the keys adds the key itself ([`Key`]), or, in the binding,
@@ -8,7 +10,7 @@
 
 use std::fmt;
 
-use crate::trec::{repr_approx, Reason};
+use crate::format::{self, repr_approx};
 
 /// The key an error is about: its place in the fused input and, once the layer that holds the
 /// keys has looked it up, the key itself.
@@ -40,11 +42,21 @@ impl KeyRef {
     }
 }
 
+/// Which item of a per-list argument an error is about: `weights[list]`, `scores[list]`,
+/// `scores[list][position]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub list: usize,
+    pub position: Option<usize>,
+}
+
 /// What is wrong.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Problem {
     /// An argument with a wrong value (`ValueError`).
     Invalid { argument: String, message: String },
+    /// An argument of a wrong type (`TypeError`).
+    WrongType { argument: String, message: String },
     /// `duplicates="error"` and a key repeats inside one list: `key` is the repeat.
     DuplicateKey { key: KeyRef },
     /// A score that is not finite (huge weights, an overflowing normalisation); `stage` says
@@ -62,6 +74,10 @@ pub enum Problem {
     },
     /// A malformed TREC file (`TrecFormatError`).
     Malformed(Reason),
+    /// The caller's own object raised while `argument` was converted (an iterator, a
+    /// `__float__`): the caller's layer keeps that exception (its `index`-th) and raises it when
+    /// the checker reaches the argument, so that earlier mistakes are reported first.
+    Raised { argument: String, index: usize },
     /// The computation was stopped by its [`crate::cancel::Cancel`] (Ctrl-C in the binding).
     Interrupted,
 }
@@ -99,6 +115,8 @@ pub enum At {
 pub struct Error {
     pub problem: Problem,
     pub at: At,
+    /// The item of the argument it is about, if any.
+    pub item: Option<Item>,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -108,6 +126,7 @@ impl From<Problem> for Error {
         Error {
             problem,
             at: At::Call,
+            item: None,
         }
     }
 }
@@ -120,6 +139,49 @@ impl Error {
             message: message.into(),
         }
         .into()
+    }
+
+    /// An argument of a wrong type.
+    pub fn wrong_type(argument: &str, message: impl Into<String>) -> Self {
+        Problem::WrongType {
+            argument: argument.to_owned(),
+            message: message.into(),
+        }
+        .into()
+    }
+
+    /// The same error, about item `list` of its argument (`weights[list]`, `scores[list]`).
+    pub fn for_list(mut self, list: usize) -> Self {
+        self.item = Some(Item {
+            list,
+            position: None,
+        });
+        self
+    }
+
+    /// The same error, about item `position` of list `list` of its argument
+    /// (`scores[list][position]`).
+    pub fn at_item(mut self, list: usize, position: usize) -> Self {
+        self.item = Some(Item {
+            list,
+            position: Some(position),
+        });
+        self
+    }
+
+    /// The argument it is about, if any.
+    pub fn argument(&self) -> Option<&str> {
+        match &self.problem {
+            Problem::Invalid { argument, .. }
+            | Problem::WrongType { argument, .. }
+            | Problem::Raised { argument, .. } => Some(argument),
+            _ => None,
+        }
+    }
+
+    /// Whether it is a wrong type (`TypeError`) rather than a wrong value.
+    pub fn is_type_error(&self) -> bool {
+        matches!(self.problem, Problem::WrongType { .. })
     }
 
     /// The same error, located at `at`.
@@ -157,7 +219,9 @@ impl Error {
         text: &mut dyn FnMut(&[u8]) -> String,
     ) -> String {
         match &self.problem {
-            Problem::Invalid { message, .. } => message.clone(),
+            Problem::Invalid { message, .. } | Problem::WrongType { message, .. } => {
+                message.clone()
+            }
             Problem::DuplicateKey { key: k } => format!(
                 "lists[{}] has the key {} more than once (rank {})",
                 k.list,
@@ -169,7 +233,7 @@ impl Error {
                 score,
                 stage,
             } => {
-                let (k, score) = (key(k), crate::trec::pyrepr::float(*score));
+                let (k, score) = (key(k), format::float(*score));
                 match stage {
                     Stage::Rrf => {
                         format!("the score of key {k} is not finite ({score}): weights too large")
@@ -190,10 +254,11 @@ impl Error {
             } => format!(
                 "the normalized score of key {} in lists[{list}] is not finite ({})",
                 key(k),
-                crate::trec::pyrepr::float(*value)
+                format::float(*value)
             ),
             Problem::Malformed(reason) => reason.render(text),
             Problem::Interrupted => "interrupted".to_owned(),
+            Problem::Raised { argument, .. } => format!("converting {argument} raised"),
         }
     }
 
@@ -233,3 +298,62 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Why a file cannot be read. Quoted texts are the input's bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// A line with the wrong number of fields; `text` is the line without its leading and
+    /// trailing whitespace, cut to 77 characters and `...` when it is longer than 80.
+    Fields {
+        expected: usize,
+        format: &'static str,
+        found: usize,
+        text: Vec<u8>,
+    },
+    /// A run score that Python's `float()` rejects.
+    NotANumber { text: Vec<u8> },
+    /// A run score that is NaN.
+    NaN { text: Vec<u8> },
+    /// A doc id twice in one query of a run (`ReadDuplicates::Error`).
+    DuplicateDoc {
+        qid: Vec<u8>,
+        docid: Vec<u8>,
+        first_line: usize,
+    },
+    /// A qrels gain that Python's `int()` rejects.
+    NotAnInteger { text: Vec<u8> },
+    /// A doc judged twice for one query (`ReadDuplicates::Error`).
+    DuplicateJudgment { qid: Vec<u8>, docid: Vec<u8> },
+}
+
+impl Reason {
+    /// The message, each quoted text rendered by `repr`.
+    pub fn render(&self, repr: &mut dyn FnMut(&[u8]) -> String) -> String {
+        match self {
+            Reason::Fields {
+                expected,
+                format,
+                found,
+                text,
+            } => format!(
+                "expected {expected} fields ({format}), found {found}: {}",
+                repr(text)
+            ),
+            Reason::NotANumber { text } => format!("score is not a number, got {}", repr(text)),
+            Reason::NaN { text } => format!("score is NaN, got {}", repr(text)),
+            Reason::DuplicateDoc {
+                qid,
+                docid,
+                first_line,
+            } => format!(
+                "query {} has doc {} twice (first on line {first_line})",
+                repr(qid),
+                repr(docid)
+            ),
+            Reason::NotAnInteger { text } => format!("gain is not an integer, got {}", repr(text)),
+            Reason::DuplicateJudgment { qid, docid } => {
+                format!("query {} judges doc {} twice", repr(qid), repr(docid))
+            }
+        }
+    }
+}

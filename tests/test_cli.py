@@ -67,8 +67,8 @@ def test_the_commands_choices_are_the_references_methods_and_norms():
     # start); they must be the names the reference defines, in its order.
     from rankfusion import _core, _reference
 
-    assert _core._METHODS == tuple(_reference.METHODS)
-    assert _core._NORMS == _reference.NORMS
+    assert tuple(_core.METHODS) == tuple(_reference.METHODS)
+    assert tuple(_core.NORMS) == _reference.NORMS
 
 
 def test_the_command_does_not_import_the_reference(tmp_path):
@@ -237,7 +237,7 @@ def test_corrupt_gzip_exits_1(runs, tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--weights", "1"], "--weights has 1 values for 2 runs"),
+        (["--weights", "1"], "argument --weights: weights has 1 values for 2 lists"),
         (["--weights", "1,x"], "--weights"),
         (["-k", "-1"], "-k"),
         (["-k", "nan"], "-k"),
@@ -433,12 +433,18 @@ def test_fuse_methods_and_their_usage_errors(runs, tmp_path):
     lines = [line.split()[2:5] for line in out.read_text().splitlines() if line.startswith("1 ")]
     assert lines == [["x", "1", "1.0"], ["z", "2", "1.0"], ["y", "3", repr(1 - 1 / 3)]]
     for args, message in [
-        (["--method", "wsum", "-k", "10"], "-k is not used by method 'wsum'"),
-        (["--method", "sum", "--weights", "1,2"], "--weights is not used by method 'sum'"),
-        (["--norm", "min-max"], "--norm is not used by method 'rrf'"),
-        (["--method", "rbc"], "method 'rbc' needs --phi"),
-        (["--method", "rbc", "--phi", "1"], "--phi must satisfy 0 <= phi < 1"),
-        (["--method", "sum", "--lower-is-better", "true"], "--lower-is-better has 1 values"),
+        (["--method", "wsum", "-k", "10"], "argument -k: k is not used by method 'wsum'"),
+        (
+            ["--method", "sum", "--weights", "1,2"],
+            "argument --weights: weights is not used by method 'sum'",
+        ),
+        (["--norm", "min-max"], "argument --norm: norm is not used by method 'rrf'"),
+        (["--method", "rbc"], "argument --phi: method 'rbc' needs phi"),
+        (["--method", "rbc", "--phi", "1"], "argument --phi: phi must satisfy 0 <= phi < 1"),
+        (
+            ["--method", "sum", "--lower-is-better", "true"],
+            "argument --lower-is-better: lower_is_better has 1 values",
+        ),
         (["--lower-is-better", "maybe,no"], "expected comma-separated true/false"),
         (["--method", "nope"], "invalid choice: 'nope'"),
     ]:

@@ -17,6 +17,7 @@ RANKFUSION_MAX_EXAMPLES (see .ci/run, "fusion methods differential").
 
 from __future__ import annotations
 
+import math
 import struct
 from fractions import Fraction
 
@@ -577,11 +578,6 @@ ARITHMETIC = [
         dict(method="harmonic_mean", weights=[5e-324], scores=[[1e308]]),
         id="harmonic-mean-zero-division",
     ),
-    pytest.param(  # Welford's m2 = -inf (math.sqrt raises)
-        [["a", "b"]],
-        dict(method="dbsf", scores=[[-1.7e308, 1.7e308]]),
-        id="dbsf-sqrt-domain",
-    ),
 ]
 
 
@@ -597,6 +593,55 @@ def test_overflow_is_a_value_error_naming_the_key_in_the_core(lists, kw):
     naming the key."""
     with pytest.raises(ValueError, match=r"score of key 'a'.* is not finite"):
         CORE(lists, **kw)
+
+
+# Finite scores whose normalisation's statistic overflows a float: the list's span, sum, mean,
+# standard deviation or length. (Each once gave a normalised value of nan or 0.0.)
+HUGE = 1.7e308
+NORM_OVERFLOW = [
+    pytest.param("min-max", [HUGE, -HUGE, 0.0], "the span of its scores (max - min)", id="min-max"),
+    pytest.param("sum", [HUGE, HUGE, 0.0], "the sum of its scores above the min", id="sum"),
+    pytest.param(
+        "z-score", [HUGE, HUGE, 0.0], "the sum of its scores (for their mean)", id="z-mean"
+    ),
+    pytest.param("z-score", [HUGE, -HUGE, HUGE], "their standard deviation", id="z-sd"),
+    pytest.param("l2", [HUGE, HUGE, 0.0], "the length (l2 norm) of its scores", id="l2"),
+    # Welford's m2 = -inf (math.sqrt raises): the sd is nan.
+    pytest.param("dbsf", [-HUGE, HUGE, 0.0], "the span of mean -/+ 3 sd of its scores", id="dbsf"),
+]
+
+
+@pytest.mark.parametrize("impl", ["core", "reference"])
+@pytest.mark.parametrize("norm, row, what", NORM_OVERFLOW)
+def test_a_norm_statistic_that_overflows_names_the_list(impl, norm, row, what):
+    fuse = CORE if impl == "core" else REF
+    lists = [["x", "y"], ["a", "b", "c"]]
+    scores = [[2.0, 1.0], row]
+    with pytest.raises(ValueError) as raised:
+        fuse(lists, method="wsum", norm=norm, scores=scores)
+    e = raised.value
+    assert str(e) == f"norm={norm!r} cannot normalise scores[1]: {what} overflows a float"
+    assert (e.argument, e.list, e.key) == ("scores", 1, None)
+    # The same in a batch row, the row named.
+    if impl == "core":
+        ids = [np.array([[1, 2]]), np.array([[3, 4, 5]])]
+        with pytest.raises(ValueError) as raised:
+            rankfusion.fuse_batch(
+                ids, [np.array([[2.0, 1.0]]), np.array([row])], method="wsum", norm=norm
+            )
+        assert (raised.value.argument, raised.value.list, raised.value.row) == ("scores", 1, 0)
+
+
+def test_a_harmonic_mean_term_that_overflows_scores_zero():
+    """The documented edge: w / v above the largest float (v subnormal) is inf, the key's
+    harmonic mean Σw / inf = 0.0 (the true value, about 1e-323, is below every normal float)."""
+    kw = dict(method="harmonic_mean", scores=[[5e-324], [1.0]], trace=True)
+    for fuse in (CORE, REF):
+        (hit,) = fuse([["a"], ["a"]], **kw)
+        assert hit.score == 0.0
+        assert [c.contribution for c in hit.contributions] == [math.inf, 1.0]
+        assert [c.normalized for c in hit.contributions] == [5e-324, 1.0]
+        assert CORE([["a"], ["a"]], **kw)[0].to_dict() == hit.to_dict()
 
 
 @pytest.mark.parametrize("impl", ["core", "reference"])

@@ -22,7 +22,7 @@ pa = pytest.importorskip("pyarrow")  # the "arrow" extra (CI installs it: it is 
 
 from _runs import as_table, random_case, write_trec_rows  # noqa: E402
 
-from rankfusion import frame, fuse, rrf, trec  # noqa: E402
+from rankfusion import Fusion, frame, rrf, trec  # noqa: E402
 
 
 def native(paths, options, order):
@@ -30,10 +30,10 @@ def native(paths, options, order):
     mode = "error" if options["duplicates"] == "error" else "keep"
     arguments = {name: v for name, v in options.items() if not (name == "k" and v is None)}
     try:
-        # the arguments first, before any file is read, as the command checks them
-        fuse([[]] * len(paths), scores=[[]] * len(paths), **arguments)
+        # the settings first, before any file is read, as the command checks them
+        Fusion(**arguments).check(len(paths))
         files = trec._read_run_files(paths, order=order, duplicates=mode)
-        data = trec._fuse_run_files(files, tag="t", **options)
+        data = trec._fuse_run_files(files, tag="t", **arguments)
     except (ValueError, TypeError) as e:
         return ("error", e)
     out = []
@@ -44,6 +44,7 @@ def native(paths, options, order):
 
 
 def ours(tables, options, order, **extra):
+    options = {name: v for name, v in options.items() if not (name == "k" and v is None)}
     try:
         table = frame.fuse(tables, order=order, **options, **extra)
     except (ValueError, TypeError) as e:

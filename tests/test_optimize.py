@@ -22,6 +22,7 @@ import ir_measures  # noqa: E402
 from _third_run import write_noisy_run  # noqa: E402
 
 import rankfusion  # noqa: E402
+import rankfusion as rf  # noqa: E402
 from rankfusion import _core, _optimize, trec  # noqa: E402
 from rankfusion._optimize import _weights_of  # noqa: E402
 from rankfusion.cli import main  # noqa: E402
@@ -389,17 +390,20 @@ def test_trace_arguments_are_checked():
     ids = np.array([[1, 2]])
     ranks = np.array([[[1], [2]]], dtype=np.int32)
     trace = _core._Trace(ids, [2], ranks)
-    counts, got, scores = trace.combine("rrf", None, None, [60.0, 0.0], cutoff=1)
+    counts, got, scores = trace.combine([rf.Fusion(k=60), rf.Fusion(k=0)], cutoff=1)
     assert counts.tolist() == [[1], [1]] and got.tolist() == [1, 1]
     assert scores.tolist() == [1 / 61, 1 / 1]
-    with pytest.raises(ValueError, match="settings\\[1\\]: k must be >= 0"):
-        trace.combine("rrf", None, None, [60.0, -1.0])
-    with pytest.raises(ValueError, match="settings\\[0\\]: method 'wsum' needs the trace's"):
-        trace.combine("wsum", None, [[1.0]], None)
+    # settings as dicts are checked by the one checker; a bad one names its index
+    with pytest.raises(rf.FusionError, match="k must be >= 0") as bad:
+        trace.combine([{"k": 60.0}, {"k": -1.0}])
+    assert bad.value.setting_index == 1 and bad.value.argument == "k"
+    with pytest.raises(ValueError, match="method 'wsum' needs the trace's") as wsum:
+        trace.combine([rf.Fusion(method="wsum", weights=[1.0])])
+    assert wsum.value.setting_index == 0
     with pytest.raises(ValueError, match="method 'condorcet' is not scored from a trace"):
-        trace.combine("condorcet", None, [[1.0]], None)
-    with pytest.raises(ValueError, match="weights has 2 columns"):
-        trace.combine("rrf", None, [[1.0, 1.0]], None)
+        trace.combine([rf.Fusion(method="condorcet", weights=[1.0])])
+    with pytest.raises(rf.FusionError, match="weights has 2 values for 1 lists"):
+        trace.combine([rf.Fusion(weights=[1.0, 1.0])])
     with pytest.raises(ValueError, match="counts\\[0\\] is 3"):
         _core._Trace(ids, [3], ranks)
     with pytest.raises(ValueError, match="shape"):

@@ -21,6 +21,7 @@ import sys
 import pytest
 from _methods import random_method
 
+import rankfusion as rf
 from rankfusion import cli, trec
 
 # Ids: plain, numeric, non-ASCII, undecodable bytes, a NUL, full-width letters, punctuation.
@@ -103,7 +104,13 @@ def random_case(rng: random.Random, folder: str, case: int):
     return paths, options, order, tag
 
 
+def settings(options):
+    """The Fusion's settings of ``options`` (``k`` None: not given)."""
+    return {name: v for name, v in options.items() if not (name == "k" and v is None)}
+
+
 def python_path(paths, options, order, tag, out):
+    options = settings(options)
     mode = "error" if options["duplicates"] == "error" else "keep"
     runs = [trec.read_run(p, order=order, duplicates=mode) for p in paths]
     fused = trec.fuse(runs, **options)
@@ -113,6 +120,7 @@ def python_path(paths, options, order, tag, out):
 
 
 def native_path(paths, options, order, tag):
+    options = settings(options)
     mode = "error" if options["duplicates"] == "error" else "keep"
     files = trec._read_run_files(paths, order=order, duplicates=mode)
     return trec._fuse_run_files(files, tag=tag, **options)
@@ -188,7 +196,7 @@ def test_overflowing_scores_raise_the_python_paths_error(tmp_path):
     paths = [str(a), str(b)]
     options = dict(k=0, weights=[1e308, 1e308], window=None, duplicates="first", limit=None)
     expected = outcome(python_path, paths, options, "score", "t", str(tmp_path / "o"))
-    assert expected[0] is ValueError and expected[1].startswith("query '2': "), expected
+    assert expected[0] is rf.FusionError and expected[1].startswith("query '2': "), expected
     assert "'caf\\udce9'" in expected[1]
     assert outcome(native_path, paths, options, "score", "t") == expected
 

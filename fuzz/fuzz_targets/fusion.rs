@@ -9,14 +9,14 @@
 //! where the method does not read them), windows, weights, duplicates, both tie breaks (by
 //! `rank` and by `rank_groups`), pages, `min_score`, normalize=True, lower-is-better lists,
 //! phi/gamma/sigma, the boost, contributions computed in advance (`Plan::with_contributions`)
-//! or not. Now and then an argument is made invalid on purpose: `Params::plan` must then refuse
+//! or not. Now and then an argument is made invalid on purpose: `Fusion::plan` must then refuse
 //! it, and accept everything the reference accepts.
 #![no_main]
 
-use std::convert::Infallible;
-
+use _core::cancel::Cancel;
 use _core::error::{Error, Problem};
-use _core::fusion::{Duplicates, IdTable, Method, Norm, Params, Rows, TieBreak, Trace, Workspace};
+use _core::fusion::methods::Param;
+use _core::fusion::{Duplicates, Fusion, IdTable, Method, Norm, Rows, TieBreak, Trace, Workspace};
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use model::fusion::{self as m, Failure};
@@ -145,7 +145,7 @@ const STRAYS: [Stray; 20] = [
 
 #[derive(Debug)]
 struct Query {
-    params: Params,
+    params: Fusion,
     #[allow(dead_code)] // shown in failure reports
     stray: Stray,
     /// Per list, its items (None: a hole).
@@ -184,30 +184,34 @@ fn query(u: &mut Unstructured<'_>) -> Result<Query> {
         lists.push(list);
     }
 
-    let method = Method::from_name(u.choose(&Method::NAMES)?).expect("a method");
+    let method = *u.choose(&m::MODELLED)?;
     let mut norm = None;
-    if !method.is_rank_based() && method.own_norm().is_none() && u.arbitrary()? {
-        norm = Norm::from_name(u.choose(&Norm::NAMES)?);
+    if !method.is_rank_based() && method.info().own_norm.is_none() && u.arbitrary()? {
+        norm = Some(u.choose(_core::fusion::NORMS)?.norm);
     }
-    let in_effect = method.own_norm().or(norm).unwrap_or(Norm::None);
+    let in_effect = method.info().own_norm.or(norm).unwrap_or(Norm::None);
     let in_effect = if method.is_rank_based() {
         Norm::None
     } else {
         in_effect
     };
-    let mut p = Params {
+    let mut p = Fusion {
         method,
         norm,
-        ..Params::default()
+        ..Fusion::default()
     };
     if method == Method::Rrf {
-        p.k = real(u)?.abs();
+        p.k = Some(real(u)?.abs());
     }
     if method.is_weighted() && u.arbitrary()? {
         let mut w = Vec::with_capacity(n);
         for _ in 0..n {
             let x = if u.ratio(1, 4)? { 0.0 } else { real(u)? };
-            w.push(if method.is_mean() { x.abs() } else { x });
+            w.push(if method.combine().is_mean() {
+                x.abs()
+            } else {
+                x
+            });
         }
         p.weights = Some(w);
     }
@@ -261,8 +265,8 @@ fn query(u: &mut Unstructured<'_>) -> Result<Query> {
     };
     match stray {
         Stray::NormForOwnOrRank => p.norm = Some(Norm::MinMax),
-        Stray::NegativeK => p.k = -1.0,
-        Stray::InfiniteK => p.k = f64::INFINITY,
+        Stray::NegativeK => p.k = Some(-1.0),
+        Stray::InfiniteK => p.k = Some(f64::INFINITY),
         Stray::WeightsLength => p.weights = Some(vec![1.0; n + 1]),
         Stray::WeightsUnused => p.weights = Some(vec![1.0; n]),
         Stray::NegativeMeanWeight => p.weights = Some(vec![-1.0; n]),
@@ -284,7 +288,7 @@ fn query(u: &mut Unstructured<'_>) -> Result<Query> {
     }
 
     // The normalisation in effect, strays included.
-    let in_effect = match (method.is_rank_based(), method.own_norm()) {
+    let in_effect = match (method.is_rank_based(), method.info().own_norm) {
         (true, _) => Norm::None,
         (false, Some(own)) => own,
         (false, None) => p.norm.unwrap_or(Norm::None),
@@ -327,23 +331,23 @@ fn query(u: &mut Unstructured<'_>) -> Result<Query> {
 
 /// The reference's argument checks (`_options`, `_method_options`): the options, or None when
 /// it raises.
-fn options(p: &Params, n: usize, boost: &[(i64, f64)]) -> Option<m::Options> {
+fn options(p: &Fusion, n: usize, boost: &[(i64, f64)]) -> Option<m::Options> {
     let method = p.method;
-    if p.norm.is_some() && (method.is_rank_based() || method.own_norm().is_some()) {
+    if p.norm.is_some() && (method.is_rank_based() || method.info().own_norm.is_some()) {
         return None;
     }
     let norm = if method.is_rank_based() {
         Norm::None
     } else {
-        method.own_norm().or(p.norm).unwrap_or(Norm::None)
+        method.info().own_norm.or(p.norm).unwrap_or(Norm::None)
     };
-    if !(p.k.is_finite() && p.k >= 0.0) {
+    if p.k.is_some_and(|k| !(k.is_finite() && k >= 0.0)) {
         return None;
     }
     let weights = match &p.weights {
         None => vec![1.0; n],
         Some(w) => {
-            let bad = |&x: &f64| !x.is_finite() || (method.is_mean() && x < 0.0);
+            let bad = |&x: &f64| !x.is_finite() || (method.combine().is_mean() && x < 0.0);
             if !method.is_weighted() || w.len() != n || w.iter().any(bad) {
                 return None;
             }
@@ -353,7 +357,7 @@ fn options(p: &Params, n: usize, boost: &[(i64, f64)]) -> Option<m::Options> {
     if p.window == Some(0) || p.min_score.is_some_and(|x| !x.is_finite()) {
         return None;
     }
-    if p.normalize && (method != Method::Rrf || m::best_possible(&weights, p.k).is_none()) {
+    if p.normalize && (method != Method::Rrf || m::best_possible(&weights, p.k()).is_none()) {
         return None;
     }
     if let Some(l) = &p.lower_is_better {
@@ -362,10 +366,14 @@ fn options(p: &Params, n: usize, boost: &[(i64, f64)]) -> Option<m::Options> {
         }
     }
     let takes = |name| method.takes(name);
-    for (name, value) in [("phi", p.phi), ("gamma", p.gamma), ("sigma", p.sigma)] {
+    for (name, value) in [
+        (Param::Phi, p.phi),
+        (Param::Gamma, p.gamma),
+        (Param::Sigma, p.sigma),
+    ] {
         match value {
             Some(_) if !takes(name) => return None,
-            None if takes(name) && name != "sigma" => return None,
+            None if takes(name) && name != Param::Sigma => return None,
             Some(x) if !x.is_finite() => return None,
             _ => {}
         }
@@ -383,7 +391,7 @@ fn options(p: &Params, n: usize, boost: &[(i64, f64)]) -> Option<m::Options> {
     Some(m::Options {
         method,
         norm,
-        k: p.k,
+        k: p.k(),
         weights,
         window: p.window,
         duplicates: p.duplicates,
@@ -453,17 +461,17 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
         }
         let n = q.lists.len();
         let expected = options(&q.params, n, &q.boost);
-        let plan = match (q.params.plan(n), &expected) {
+        let plan = match (q.params.check_plan(n), &expected) {
             (Ok(plan), Some(_)) => plan,
             (Err(_), None) => continue,
-            (Ok(_), None) => panic!("Params::plan accepts what the reference refuses: {q:#?}"),
+            (Ok(_), None) => panic!("Fusion::plan accepts what the reference refuses: {q:#?}"),
             (Err(e), Some(_)) => {
-                panic!("Params::plan refuses {e:?}, the reference accepts: {q:#?}")
+                panic!("Fusion::plan refuses {e:?}, the reference accepts: {q:#?}")
             }
         };
         let o = expected.expect("checked");
         let plan = match &q.precompute {
-            Some(lens) => plan.with_contributions(lens),
+            Some(lens) => plan.with_rank_terms(lens),
             None => plan,
         };
         let rows: Vec<Vec<i64>> = q
@@ -499,16 +507,16 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
         };
         if q.groups {
             let by_key = q.params.tie_break == TieBreak::Key;
-            ws.rank_groups(&plan, |group, firsts| {
+            ws.rank_groups(&plan, &Cancel::none(), |group, firsts| {
                 if by_key {
                     group.sort_by_key(|&id| {
                         let (l, p) = firsts.get(id);
                         rows[l as usize][p as usize]
                     });
                 }
-                Ok::<(), Infallible>(())
+                Ok::<(), Error>(())
             })
-            .unwrap_or_else(|never| match never {});
+            .expect("sorting by i64 keys never fails");
         } else {
             ws.rank(&plan);
         }

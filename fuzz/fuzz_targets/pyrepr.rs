@@ -1,4 +1,4 @@
-//! `rust/trec/pyrepr.rs` (Python's `repr` of a float) against an oracle built on `ryu`:
+//! `rust/format.rs` (Python's `repr` of a float) against an oracle built on `ryu`:
 //!
 //! - `repr(x)` reads back as `x`, bit for bit (`-0.0` included; NaN as `nan`);
 //! - its digits are ryu's shortest digits: the fewest significant digits that read back as
@@ -11,7 +11,7 @@
 //! between two shortest decimals live), or as the double nearest to a decimal `m * 10^e`.
 #![no_main]
 
-use _core::trec::pyrepr;
+use _core::format as pyrepr;
 use libfuzzer_sys::fuzz_target;
 
 fn pick(data: &[u8]) -> Option<f64> {

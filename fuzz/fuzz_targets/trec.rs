@@ -14,7 +14,7 @@
 #![no_main]
 
 use _core::error::{At, Key, Problem};
-use _core::fusion::{Duplicates, Method, Norm, Params, TieBreak};
+use _core::fusion::{Duplicates, Fusion, Method, Norm, TieBreak};
 use _core::trec::fuse::{fused_run, RunFile};
 use _core::trec::{parse_gain, parse_qrels, parse_run, parse_score, Number, Order, ReadDuplicates};
 use arbitrary::{Result, Unstructured};
@@ -92,13 +92,13 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let method = if u.ratio(3, 4)? {
         Method::Rrf
     } else {
-        Method::from_name(u.choose(&Method::NAMES)?).expect("a method")
+        u.choose(_core::fusion::METHODS)?.method
     };
     let mut norm = None;
-    if !method.is_rank_based() && method.own_norm().is_none() && u.arbitrary()? {
-        norm = Norm::from_name(u.choose(&Norm::NAMES)?);
+    if !method.is_rank_based() && method.info().own_norm.is_none() && u.arbitrary()? {
+        norm = Some(u.choose(_core::fusion::NORMS)?.norm);
     }
-    let in_effect = match (method.is_rank_based(), method.own_norm()) {
+    let in_effect = match (method.is_rank_based(), method.info().own_norm) {
         (true, _) => Norm::None,
         (false, Some(own)) => own,
         (false, None) => norm.unwrap_or(Norm::None),
@@ -210,10 +210,10 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     }
 
     // The native fuse path of the files, which all parsed.
-    let params = Params {
+    let params = Fusion {
         method,
         norm,
-        k,
+        k: Some(k),
         weights: weights.clone(),
         window,
         duplicates,
@@ -221,9 +221,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
         lower_is_better: lower_is_better.clone(),
         phi,
         gamma,
-        ..Params::default()
+        ..Fusion::default()
     };
-    let Ok(plan) = params.plan(n_files) else {
+    let Ok(plan) = params.check_plan(n_files) else {
         return Ok(());
     };
     let run_files: Vec<RunFile<'_>> = files
@@ -231,7 +231,13 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
         .zip(&parsed)
         .map(|(data, queries)| RunFile { data, queries })
         .collect();
-    let got = fused_run(&run_files, &plan, tag, parallel);
+    let got = fused_run(
+        &run_files,
+        &plan,
+        tag,
+        parallel,
+        &_core::cancel::Cancel::none(),
+    );
     let o = Options {
         method,
         norm: in_effect,

@@ -3,8 +3,11 @@
 The functions here are the Rust core (``rankfusion._core``). ``rankfusion.reference`` holds the same
 functions in plain Python: the executable specification the core is tested against.
 
-Fusion (``rrf``, ``rrf_batch``, ``rrf_many``) and revalidation (``revalidate``,
-``revalidate_batch``, ``pool_size``) come straight from the core. Tuning a fusion on qrels
+Fusion (``Fusion``, the settings of a fusion checked once, and the functions over it: ``rrf``,
+``fuse``, ``rrf_batch``, ``fuse_batch``, ``rrf_many``; the tables ``METHODS`` and ``NORMS``) and
+revalidation (``revalidate``, ``revalidate_batch``, ``pool_size``) come straight from the core.
+Bad input raises ``FusionError`` (a ValueError) or ``FusionTypeError`` (a TypeError), whose
+attributes say what and where (``rankfusion.errors``). Tuning a fusion on qrels
 (``optimize``), the hybrid-search pipeline, the SQLite store and the reference are imported on
 first use, so that ``import rankfusion`` (and the
 ``rankfusion`` command) stays quick.
@@ -14,9 +17,14 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
 from ._core import (
+    METHODS,
+    NORMS,
     BatchResult,
     Contribution,
+    Fusion,
     Hit,
+    MethodInfo,
+    NormInfo,
     Revalidated,
     RevalidatedBatch,
     fuse,
@@ -28,6 +36,7 @@ from ._core import (
     rrf_batch,
     rrf_many,
 )
+from .errors import FusionError, FusionTypeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import reference
@@ -54,13 +63,20 @@ _LAZY = {
 }
 
 __all__ = [
+    "METHODS",
+    "NORMS",
     "BatchResult",
     "Contribution",
     "Document",
     "FoldResult",
+    "Fusion",
+    "FusionError",
+    "FusionTypeError",
     "Hit",
     "HybridHit",
     "KeywordIndex",
+    "MethodInfo",
+    "NormInfo",
     "OptimizeResult",
     "RecordStore",
     "Revalidated",

@@ -1,21 +1,31 @@
 """Type stubs for the Rust core (``rankfusion._core``). Checked by ``mypy.stubtest`` in the tests."""
 
+import sys
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, Optional, final
+from types import MappingProxyType
+from typing import Any, Optional, TypedDict, final
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "METHODS",
+    "NORMS",
     "BatchResult",
     "Contribution",
+    "Fusion",
     "Hit",
-    "TrecFormatError",
+    "MethodInfo",
+    "NormInfo",
+    "_fusion",
     "_parse_qrels",
     "_RunFile",
     "_Trace",
-    "_METHODS",
-    "_NORMS",
     "_fuse_live_pairs",
     "_fuse_run_files",
     "_pairs_union",
@@ -103,113 +113,214 @@ class Hit(tuple[Any, float]):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data: ``key``, ``score`` and, when traced, the rest of the trace."""
 
+class _RRFSettings(TypedDict, total=False):
+    """The settings of the RRF functions (``rrf``, ``rrf_batch``, ``rrf_many``): see ``Fusion``."""
+
+    k: float
+    weights: Optional[Iterable[float]]
+    window: Optional[int]
+    duplicates: str
+    tie_break: str
+    offset: int
+    limit: Optional[int]
+    min_score: Optional[float]
+    normalize: bool
+    trace: bool
+
+class _FusionSettings(_RRFSettings, total=False):
+    """The settings of a fusion (``Fusion(**settings)``, ``fuse``, ``fuse_batch``): see ``Fusion``."""
+
+    method: str
+    norm: Optional[str]
+    lower_is_better: Optional[Iterable[bool]]
+    phi: Optional[float]
+    gamma: Optional[float]
+    sigma: Optional[float]
+    boost_weight: Optional[float]
+
+@final
+class Fusion:
+    """The settings of a fusion, checked once when it is made: call it on one query's lists
+    (``f(lists, scores=None, boost=None)``), on a batch of id arrays (``f.batch(ids, scores=None,
+    pad=-1)``), or on many queries (``f.many(queries)``).
+
+    Immutable, hashable, picklable; ``repr()`` and ``Fusion(**f.to_dict())`` give it back, and
+    ``f.replace(**changes)`` a changed copy. Two fusions that compute the same are equal (a
+    setting given at its default is the default).
+
+    Settings (docs/semantics.md): ``method`` (default "rrf"; ``rankfusion.METHODS`` lists them),
+    ``norm`` (a score-based method's normalisation, default "none"; ``rankfusion.NORMS``), ``k``
+    (rrf's constant, default 60), ``weights`` (one finite real per list; weighted methods),
+    ``window`` (only the first ``window`` items of each list are read), ``duplicates``
+    ("first", "sum", "error"), ``tie_break`` ("best_rank", "key"), ``offset`` and ``limit``
+    (the page), ``min_score``, ``normalize`` (rrf only), ``lower_is_better`` (one bool per
+    list: lists of distances), ``phi`` (rbc, needed), ``gamma`` (gmnz, needed), ``sigma``
+    (logn_isr, default 0.01), ``boost_weight`` (the weight of a call's ``boost``), ``trace``
+    (every hit explained).
+
+    Raises FusionTypeError (a TypeError) or FusionError (a ValueError) naming the first bad
+    setting, in the order above; a setting the method does not use is an error naming both.
+    """
+
+    def __new__(cls, **settings: Unpack[_FusionSettings]) -> Fusion: ...
+    def __call__(
+        self,
+        lists: Iterable[Iterable[Hashable]],
+        scores: Optional[Iterable[Optional[Iterable[float]]]] = None,
+        boost: Optional[Mapping[Any, float]] = None,
+    ) -> list[Hit]:
+        """Fuses one query: ``lists`` (iterables of hashable keys, best first), ``scores`` (per
+        list None or its raw scores, aligned with it: needed where the method reads them,
+        carried into traces otherwise), ``boost`` (key -> finite value, with ``boost_weight``).
+        Returns the page of ``Hit``s, best first. Errors: FusionTypeError / FusionError naming
+        the input (lists, their number against the settings, scores, boost, in that order);
+        exceptions raised by the keys themselves propagate unchanged."""
+    def batch(
+        self,
+        ids: Iterable[Any],
+        scores: Optional[Iterable[Any]] = None,
+        *,
+        pad: int = -1,
+        boost: Optional[Mapping[int, float]] = None,
+        threads: Optional[int] = None,
+    ) -> BatchResult:
+        """Fuses Q queries of 2-D integer id arrays (Q, N_i) padded with ``pad`` (and per list
+        None or a real score array of the same shape): row q of the result equals the fusion
+        of row q of every list, bit for bit. Rows run in parallel on up to ``threads`` threads
+        with the GIL released. An error of row q is located there (``row q: ...``)."""
+    def many(
+        self,
+        queries: Iterable[Iterable[Iterable[Hashable]]],
+        *,
+        scores: Optional[Iterable[Any]] = None,
+        threads: Optional[int] = None,
+    ) -> list[list[Hit]]:
+        """``[f(lists, scores=scores[q]) for q, lists in enumerate(queries)]``; an error of
+        query q is located there (``queries[q]: ...``)."""
+    def check(self, n_lists: int) -> None:
+        """Checks the settings against a call of ``n_lists`` lists, as every call does first."""
+    def to_dict(self) -> dict[str, Any]:
+        """The settings that differ from the defaults (and ``method``), JSON-ready."""
+    def replace(self, **changes: Any) -> Fusion:
+        """A copy with some settings changed; a setting given as None goes back to its default."""
+    @property
+    def method(self) -> str: ...
+    @property
+    def norm(self) -> Optional[str]:
+        """The normalisation asked for (None: the method's own, or none)."""
+    @property
+    def norm_in_effect(self) -> str:
+        """The normalisation in effect: the method's own, the one asked for, or "none"."""
+    @property
+    def k(self) -> float: ...
+    @property
+    def weights(self) -> Optional[tuple[float, ...]]: ...
+    @property
+    def window(self) -> Optional[int]: ...
+    @property
+    def duplicates(self) -> str: ...
+    @property
+    def tie_break(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def limit(self) -> Optional[int]: ...
+    @property
+    def min_score(self) -> Optional[float]: ...
+    @property
+    def normalize(self) -> bool: ...
+    @property
+    def lower_is_better(self) -> Optional[tuple[bool, ...]]: ...
+    @property
+    def phi(self) -> Optional[float]: ...
+    @property
+    def gamma(self) -> Optional[float]: ...
+    @property
+    def sigma(self) -> Optional[float]: ...
+    @property
+    def boost_weight(self) -> Optional[float]: ...
+    @property
+    def trace(self) -> bool: ...
+    @property
+    def reads_scores(self) -> bool:
+        """Whether a call needs scores for every list it reads."""
+
+def _fusion(settings: Mapping[str, Any]) -> Fusion: ...
+
+@final
+class MethodInfo:
+    """One row of ``METHODS``: what a method reads, takes and computes."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str:
+        """ "rank" (its values come from the ranks) or "score" (from the lists' scores)."""
+    @property
+    def weighted(self) -> bool: ...
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The parameters it takes besides the weights."""
+    @property
+    def norm(self) -> Optional[str]:
+        """The normalisation it applies itself, or None."""
+    @property
+    def fills(self) -> bool:
+        """Whether a list that does not hold a key still gives it a term."""
+    @property
+    def term(self) -> str:
+        """What one occurrence adds (``w`` weight, ``v`` normalised value, ``r`` rank)."""
+    @property
+    def combine(self) -> str:
+        """How a key's terms become its score."""
+    @property
+    def anchor(self) -> str: ...
+    @property
+    def traced(self) -> bool:
+        """Whether ``rankfusion.optimize`` scores its settings from one traced fusion (a sum of
+        terms of one list's rank or value each, perhaps times a factor of the lists holding
+        the key)."""
+
+@final
+class NormInfo:
+    """One row of ``NORMS``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def reads_scores(self) -> bool: ...
+
+METHODS: MappingProxyType[str, MethodInfo]
+"""The fusion methods by name (read-only)."""
+NORMS: MappingProxyType[str, NormInfo]
+"""The normalisations by name (read-only)."""
+
 def rrf(
     lists: Iterable[Iterable[Hashable]],
     *,
-    k: float = 60,
-    weights: Optional[Iterable[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
     scores: Optional[Iterable[Optional[Iterable[float]]]] = None,
-    trace: bool = False,
+    **settings: Unpack[_RRFSettings],
 ) -> list[Hit]:
-    """Reciprocal Rank Fusion of ranked lists (each best first).
+    """Reciprocal Rank Fusion of ranked lists (each best first): ``Fusion(**settings)(lists,
+    scores)`` with RRF's settings (see ``Fusion``).
 
-    Every counted occurrence of a key at rank r (1-based position in the list as given) of list i
-    contributes weights[i] / (k + r). A key's score is the sum of its contributions added in
+    Every counted occurrence of a key at rank r (1-based position in the list as given) of list
+    i contributes weights[i] / (k + r); a key's score is the sum of its contributions added in
     ascending order of value from 0.0, so list order never changes a score's bits. Hits are
-    ordered by score descending; ties by first appearance in the interleaved scan (rank 1 of every
-    list, then rank 2, ...) or, with tie_break="key", by the key ascending.
-
-    Args:
-        lists: iterables of hashable keys (dict semantics: 1, 1.0 and True are one key).
-        k: finite real >= 0.
-        weights: one finite real per list (default 1.0); a list of weight 0 is skipped entirely.
-        window: read only the first `window` items of each list (int >= 1).
-        duplicates: "first" (only the best occurrence in a list counts), "sum" (all count) or
-            "error" (ValueError).
-        tie_break: "best_rank" or "key".
-        offset, limit: the page of the ordered hits (after min_score).
-        min_score: drop hits whose returned score is below it.
-        normalize: divide scores by the best possible score (sum of w/(k+1) over positive weights).
-        scores: per list, its raw scores (reals, not NaN; or None for the list), aligned with the
-            list; carried into traces only.
-        trace: give every hit its contributions.
-
-    Returns:
-        A list of Hit, best first; a hit unpacks as (key, score).
-
-    Raises:
-        TypeError: an argument of the wrong type, an unhashable key, incomparable tied keys with
-            tie_break="key". The message names the argument.
-        ValueError: a wrong value (negative or non-finite k, weights of the wrong length or not
-            finite, window < 1, negative offset/limit, unknown duplicates/tie_break, normalize
-            without a positive weight, a repeated key with duplicates="error",
-            a score overflowing to infinity).
-        Exceptions raised by a key's __hash__ or __eq__ propagate unchanged. Empty input (no lists,
-        or only empty lists) is not an error: it gives [].
+    ordered by score descending, ties by first appearance in the interleaved scan (or by key
+    with tie_break="key"). ``scores`` are carried into traces only. Returns a list of ``Hit``,
+    best first. Errors: as ``Fusion``'s; the whole contract: docs/semantics.md.
     """
 
 def fuse(
     lists: Iterable[Iterable[Hashable]],
     *,
-    method: str = "rrf",
-    norm: Optional[str] = None,
-    k: float = 60,
-    weights: Optional[Iterable[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
     scores: Optional[Iterable[Optional[Iterable[float]]]] = None,
-    lower_is_better: Optional[Iterable[bool]] = None,
-    phi: Optional[float] = None,
-    gamma: Optional[float] = None,
-    sigma: Optional[float] = None,
     boost: Optional[Mapping[Any, float]] = None,
-    boost_weight: Optional[float] = None,
-    trace: bool = False,
+    **settings: Unpack[_FusionSettings],
 ) -> list[Hit]:
-    """Fusion of ranked lists (each best first) by ``method``: RRF and the rank- and score-based
-    methods of ranx, Elasticsearch, OpenSearch, Qdrant and Weaviate, traced.
-
-    Every formula and edge case: docs/semantics.md, "Fusion methods". ``rrf(...)`` equals
-    ``fuse(..., method="rrf")``.
-
-    Args:
-        lists: iterables of hashable keys, best first; a key's rank is its 1-based position.
-        method: rank-based "rrf", "rbc", "isr", "log_isr", "logn_isr", "bordafuse",
-            "condorcet"; score-based "sum", "wsum", "mnz", "anz", "gmnz", "max", "min", "med",
-            "wmnz", "mixed", "dbsf", "relative_score", "arithmetic_mean", "geometric_mean",
-            "harmonic_mean".
-        norm: a score-based method's normalisation: "none", "min-max", "max", "sum",
-            "z-score", "l2", "rank", "borda", "dbsf" (dbsf and relative_score have their own).
-        k: rrf's constant. weights: one finite real per list, weighted methods only.
-        window, duplicates, tie_break, offset, limit, min_score: as rrf's. normalize: rrf only.
-        scores: per list its raw scores aligned with the list, or None: reals, not NaN,
-            finite where the method reads them (score-based methods).
-        lower_is_better: per list, True when its scores are distances.
-        phi: rbc's persistence (0 <= phi < 1). gamma: gmnz's exponent. sigma: logn_isr's
-            (0 <= sigma <= 1, default 0.01).
-        boost, boost_weight: key -> finite value, and its weight (both or neither).
-        trace: give every hit its contributions, factor, divisor and boost.
-
-    Returns:
-        A list of Hit, best first.
-
-    Raises:
-        TypeError / ValueError naming the argument, as rrf. A parameter given to a method that
-        does not use it is a ValueError naming both; so is a score-based method without the
-        scores it reads, and a fused, normalised or boosted score that is not finite.
-    """
+    """Fusion of ranked lists (each best first) by any method: ``Fusion(**settings)(lists,
+    scores, boost)`` (see ``Fusion``). Returns a list of ``Hit``, best first."""
 
 # --- Candidate revalidation ------------------------------------------------------------------------
 
@@ -305,80 +416,33 @@ def rrf_batch(
     lists: Iterable[Any],
     *,
     pad: int = -1,
-    k: float = 60,
-    weights: Optional[Iterable[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
-    trace: bool = False,
     threads: Optional[int] = None,
+    **settings: Unpack[_RRFSettings],
 ) -> BatchResult:
-    """RRF of Q queries at once over 2-D integer id arrays (Q, N_i) padded with ``pad``."""
+    """RRF of Q queries at once over 2-D integer id arrays (Q, N_i) padded with ``pad``:
+    ``Fusion(**settings).batch(lists, pad=pad, threads=threads)`` (without ``normalized``)."""
 
 def fuse_batch(
     ids: Iterable[Any],
     scores: Optional[Iterable[Any]] = None,
     *,
     pad: int = -1,
-    method: str = "rrf",
-    norm: Optional[str] = None,
-    k: float = 60,
-    weights: Optional[Iterable[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
-    lower_is_better: Optional[Iterable[bool]] = None,
-    phi: Optional[float] = None,
-    gamma: Optional[float] = None,
-    sigma: Optional[float] = None,
     boost: Optional[Mapping[int, float]] = None,
-    boost_weight: Optional[float] = None,
-    trace: bool = False,
     threads: Optional[int] = None,
+    **settings: Unpack[_FusionSettings],
 ) -> BatchResult:
-    """``fuse`` of Q queries at once over 2-D integer id arrays (Q, N_i) padded with ``pad``
-    and, per list, None or a (Q, N_i) real score array: row q equals ``fuse`` of row q."""
+    """``Fusion(**settings).batch(ids, scores, pad=pad, boost=boost, threads=threads)``: row q
+    equals ``fuse`` of row q."""
 
 def rrf_many(
     queries: Iterable[Iterable[Iterable[Hashable]]],
     *,
-    k: float = 60,
-    weights: Optional[Iterable[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
     scores: Optional[Iterable[Any]] = None,
-    trace: bool = False,
     threads: Optional[int] = None,
+    **settings: Unpack[_RRFSettings],
 ) -> list[list[Hit]]:
-    """``[rrf(lists, **kwargs) for lists in queries]`` in one call, in parallel."""
-
-_METHODS: tuple[str, ...]  # the fusion methods' names, as `fuse` accepts them
-_NORMS: tuple[str, ...]  # the normalisations' names
-
-class TrecFormatError(ValueError):
-    """A run or qrels file that cannot be read: names the file and, where it applies, the line.
-
-    Attributes: ``path`` (the file as given), ``line`` (1-based line number, or None when the
-    problem is the file as a whole, e.g. it is empty or its gzip data are corrupt) and ``reason``.
-    """
-
-    path: str
-    line: Optional[int]
-    reason: str
-    def __init__(self, path: Any, line: Optional[int], reason: str) -> None: ...
+    """``Fusion(**settings).many(queries, scores=scores)``: ``[rrf(lists, **settings) for lists
+    in queries]`` with the settings checked once."""
 
 # Private helpers of rankfusion.trec (not part of the API).
 @final
@@ -394,23 +458,8 @@ def _parse_run_files(
 ) -> list[Any]:
     """Per file, in order, a ``_RunFile`` or the ``TrecFormatError`` ``read_run`` raises."""
 
-def _fuse_run_files(
-    files: Sequence[_RunFile],
-    *,
-    method: str = "rrf",
-    norm: Optional[str] = None,
-    k: float = 60,
-    weights: Optional[Sequence[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    limit: Optional[int] = None,
-    lower_is_better: Optional[Sequence[bool]] = None,
-    phi: Optional[float] = None,
-    gamma: Optional[float] = None,
-    sigma: Optional[float] = None,
-    tag: bytes,
-) -> bytes:
-    """The bytes ``write_run(fuse(runs, ...), tag=tag)`` writes for the runs ``files`` hold."""
+def _fuse_run_files(files: Sequence[_RunFile], fusion: Fusion, *, tag: bytes) -> bytes:
+    """The bytes ``write_run(fuse(runs, fusion), tag=tag)`` writes for the runs ``files`` hold."""
 
 def _parse_run(
     data: bytes, path: str, order: str, duplicates: str
@@ -425,17 +474,9 @@ def _pairs_union(searches: Sequence[Any]) -> Optional[list[Any]]:
     """The ids of every search's candidates, each once, in first-seen order, when every search
     is a list of ``(id, float)`` tuples with hashable ids; else None."""
 
-def _fuse_live_pairs(
-    searches: Sequence[Any],
-    alive: Any,
-    window: int,
-    *,
-    k: float,
-    weights: Optional[Sequence[float]],
-    limit: Optional[int],
-    trace: bool,
-) -> list[Hit]:
-    """``rrf`` of each search's candidates whose id is ``in alive``, up to ``window`` per list."""
+def _fuse_live_pairs(searches: Sequence[Any], alive: Any, window: int, fusion: Fusion) -> list[Hit]:
+    """``fusion`` of each search's candidates whose id is ``in alive``, up to ``window`` per
+    list."""
 
 # Private helper of rankfusion.optimize (not part of the API).
 @final
@@ -454,18 +495,14 @@ class _Trace:
     ) -> _Trace: ...
     def combine(
         self,
-        method: str,
-        norm: Optional[str],
-        weights: Optional[npt.ArrayLike],
-        values: Optional[npt.ArrayLike],
+        settings: Sequence[Any],
         *,
-        limit: Optional[int] = None,
         cutoff: Optional[int] = None,
         threads: Optional[int] = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """S settings of ``method`` scored from the trace, with the GIL released: ``weights``
-        (S, L) (None: 1.0 each), ``values`` (S,) the method's k, phi, gamma or sigma. Returns
-        ``(counts (S, Q), ids, scores)``: each setting's rows as ``fuse_batch`` fuses them (same
-        order, same bits), each cut at ``cutoff`` (its hits whose score as a C float is at least
-        its cutoff-th's) when given. ValueError ``"settings[s]: ..."`` for the first setting
-        that ``fuse`` refuses or that cannot be scored from a trace."""
+        """S settings (each a ``Fusion`` of the traced method, or its settings as a dict) scored
+        from the trace, with the GIL released. Returns ``(counts (S, Q), ids, scores)``: each
+        setting's rows as ``Fusion.batch`` fuses them (same order, same bits), each cut at
+        ``cutoff`` (its hits whose score as a C float is at least its cutoff-th's) when given.
+        A setting that the checker refuses, that cannot be scored from a trace, or that cannot be
+        fused raises FusionError / FusionTypeError with ``setting_index`` set to its index."""

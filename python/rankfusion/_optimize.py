@@ -31,7 +31,6 @@ import itertools
 import math
 import numbers
 import os
-import re
 import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +54,8 @@ from typing import (
 import numpy as np
 
 from . import _core, trec
-from ._reference import METHODS
+from ._core import METHODS, Fusion
+from .errors import FusionError, FusionTypeError
 
 __all__ = ["DEFAULT_GRIDS", "MAX_SETTINGS", "FoldResult", "OptimizeResult", "optimize"]
 
@@ -113,8 +113,9 @@ class OptimizeResult:
     - With folds: ``folds`` (one :class:`FoldResult` each) and ``cv_score``, the mean over all
       queries of each query's held-out value, which is ``sum(len(f.queries) * f.score) /
       len(queries)``. Without: None for both.
-    - ``options()``: the keyword arguments of ``rankfusion.fuse`` / ``rankfusion.trec.fuse`` /
-      ``rankfusion.frame.fuse`` that fuse with a setting (the best by default).
+    - ``fusion()``: the :class:`rankfusion.Fusion` of a setting (the best by default), to pass
+      to ``rankfusion.trec.fuse`` / ``rankfusion.frame.fuse`` or call; ``options()``: its
+      settings as keyword arguments.
     """
 
     method: str
@@ -141,8 +142,12 @@ class OptimizeResult:
         """The chosen setting's mean over every query (the in-sample figure)."""
         return self.scores[self.best_index]
 
+    def fusion(self, index: Optional[int] = None) -> Fusion:
+        """The :class:`rankfusion.Fusion` of ``settings[index]`` (default: the best)."""
+        return Fusion(**self.options(index))
+
     def options(self, index: Optional[int] = None) -> Dict[str, Any]:
-        """``fuse``'s keyword arguments for ``settings[index]`` (default: the best)."""
+        """``Fusion``'s settings for ``settings[index]`` (default: the best)."""
         setting = self.best if index is None else self.settings[index]
         out: Dict[str, Any] = {"method": self.method}
         if self.norm is not None:
@@ -646,12 +651,6 @@ def pool_threads(threads: Optional[int]) -> int:
     return int(env) if env.isdigit() and int(env) > 0 else os.cpu_count() or 1
 
 
-def _reads_scores(method: str, norm: Optional[str]) -> bool:
-    from ._reference import RANK_NORMS
-
-    return bool(METHODS[method].kind == "score" and norm not in RANK_NORMS)
-
-
 # --- the search -------------------------------------------------------------------------------
 
 
@@ -745,6 +744,11 @@ class _Plan(NamedTuple):
     seed: int
     order: str
 
+    def fusion(self, setting: Setting, **changes: Any) -> Fusion:
+        """The fusion of a grid setting (with ``changes``)."""
+        norm = {} if self.norm is None else {"norm": self.norm}
+        return Fusion(**{"method": self.method, **norm, **self.fixed, **setting, **changes})
+
 
 def _plan(
     runs: Any,
@@ -760,9 +764,8 @@ def _plan(
     lower_is_better: Any,
     limit: Any,
 ) -> _Plan:
-    """Every argument but the data checked, each setting of the grid as ``fuse`` checks it."""
-    from . import fuse as fuse_lists
-
+    """Every argument but the data checked, each setting of the grid as a ``Fusion`` of the
+    runs."""
     if isinstance(runs, (str, bytes, os.PathLike)) or not isinstance(runs, Sequence):
         raise TypeError(f"runs must be a list of runs, got {type(runs).__name__}")
     n_runs = len(runs)
@@ -785,20 +788,18 @@ def _plan(
         fixed["lower_is_better"] = lower_is_better
     if limit is not None:
         fixed["limit"] = limit
-    settings: List[Setting] = []
-    empty: List[List[Any]] = [[]] * n_runs
-    for setting in g:
-        options = {"method": method, "norm": norm, **fixed, **setting}
-        try:
-            fuse_lists(empty, scores=empty, **options)
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"grid setting {_shown(setting)}: {e}") from None
-        settings.append(setting)
     if isinstance(lower_is_better, np.ndarray):
         fixed["lower_is_better"] = lower_is_better.tolist()
     elif lower_is_better is not None:
         fixed["lower_is_better"] = list(lower_is_better)
-    return _Plan(method, norm, measure, g, settings, fixed, seed, order)
+    plan = _Plan(method, norm, measure, g, [], fixed, seed, order)
+    for setting in g:
+        try:
+            plan.fusion(setting).check(n_runs)
+        except (FusionError, FusionTypeError) as e:
+            raise e.located(setting=_shown(setting)) from None
+        plan.settings.append(setting)
+    return plan
 
 
 def _shown(setting: Setting) -> str:
@@ -891,14 +892,9 @@ def _search(
 # and the parameter each tunes besides the weights.
 _TRACED: Mapping[str, Optional[str]] = MappingProxyType(
     {
-        "rrf": "k",
-        "rbc": "phi",
-        "logn_isr": "sigma",
-        "gmnz": "gamma",
-        "wsum": None,
-        "relative_score": None,
-        "mixed": None,
-        "wmnz": None,
+        name: next((p for p in row.params if p != "normalize"), None)
+        for name, row in METHODS.items()
+        if row.traced
     }
 )
 # A batch of settings scored at once holds at most about this many hits.
@@ -928,25 +924,22 @@ def _traces(
     run cannot, an infinite score): every setting is then fused whole, and raises its own
     error."""
     method = plan.method
-    fusion: Dict[str, Any] = {k: v for k, v in plan.fixed.items() if k != "limit"}
-    if plan.norm is not None:
-        fusion["norm"] = plan.norm
+    traced: Dict[str, Any] = {"limit": None, "trace": True}
     if METHODS[method].weighted:
-        fusion["weights"] = [1.0] * len(blocks[0][1]) if blocks else None
+        traced["weights"] = [1.0] * len(blocks[0][1]) if blocks else None
     if method == "rbc":
-        fusion["phi"] = 0.5  # any valid value: the trace does not depend on it
+        traced["phi"] = 0.5  # any valid value: the trace does not depend on it
     if method == "gmnz":
-        fusion["gamma"] = 1.0
-    reads = _reads_scores(method, plan.norm)
+        traced["gamma"] = 1.0
+    fusion = plan.fusion({}, **traced)
     score_based = METHODS[method].kind == "score"
     traces = []
     for _, ids, raw in blocks:
         try:
-            result = _core.fuse_batch(
-                ids, raw if reads else None, method=method, trace=True,
-                threads=pool_threads(threads), **fusion,
-            )  # fmt: skip
-        except ValueError:
+            result = fusion.batch(
+                ids, raw if fusion.reads_scores else None, threads=pool_threads(threads)
+            )
+        except FusionError:
             return None
         normalized = result.normalized if score_based else None
         trace = _core._Trace(result.ids, result.counts, result.ranks, normalized)
@@ -967,10 +960,7 @@ def _traced_runs(
     batch is scored in the core (the GIL released) while this one is evaluated. Memory: two
     batches' hits (about ``_BATCH_HITS`` each at most; this one's also as Python lists) and one
     setting's run as dicts."""
-    method, settings = plan.method, plan.settings
-    param = _TRACED[method]
-    tuned = plan.grid.names
-    limit = plan.fixed.get("limit")
+    settings = plan.settings
     hits = sum(n for _, n in traces)  # each setting's most hits: the traced fusion's
     size = max(1, min(len(settings), _BATCH_HITS // max(hits, 1)))
     batches = [settings[a : a + size] for a in range(0, len(settings), size)]
@@ -979,19 +969,14 @@ def _traced_runs(
     core_threads = pool_threads(threads) if len(batches) == 1 else max(1, pool_threads(threads) - 1)
 
     def combine(batch: List[Setting]) -> List[Tuple[Any, Any, Any]]:
-        weights = np.array([s["weights"] for s in batch], float) if "weights" in tuned else None
-        values = np.array([s[param] for s in batch], float) if param in tuned else None
+        fusions = [plan.fusion(s) for s in batch]
         out = []
         for (qids, _, _), (trace, _) in zip(blocks, traces):
             try:
-                out.append(
-                    trace.combine(
-                        method, plan.norm, weights, values, limit=limit, cutoff=cutoff,
-                        threads=core_threads,
-                    )
-                )  # fmt: skip
-            except ValueError as e:
-                raise _setting_error(e, batch, qids, names) from None
+                out.append(trace.combine(fusions, cutoff=cutoff, threads=core_threads))
+            except (FusionError, FusionTypeError) as e:
+                setting = batch[e.setting_index]  # type: ignore[attr-defined]
+                raise _query_error(e, qids, names, setting) from None
         return out
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="rankfusion-optimize")
@@ -1029,8 +1014,7 @@ def _fused_runs(
     """Each setting's fused run, in grid order, each setting fused whole by ``fuse_batch`` on
     worker threads (one core each) a few settings ahead of the evaluation, which runs on the
     calling thread (ir-measures holds the GIL): memory holds at most those settings' outputs."""
-    method, norm, fixed = plan.method, plan.norm, plan.fixed
-    codes = names.tolist()
+    fixed = plan.fixed
     # A measure of the top c reads each query's first c fused documents and those tied with
     # them: the core ranks only the first `depth` (a partial sort), and the rare query whose
     # depth-th document still ties with its c-th is fused again whole.
@@ -1042,31 +1026,27 @@ def _fused_runs(
     def fuse_setting(setting: Setting) -> List[Tuple[List[str], Any]]:
         """Every block of queries fused with ``setting`` (the GIL released in the core); rows
         fused again whole come after their block."""
-        fusion = {"norm": norm, **fixed, **setting, "threads": 1}
-        scores = _reads_scores(method, fusion["norm"])
+        fusion = plan.fusion(setting)
+        cut = fusion if depth is None else fusion.replace(limit=depth)
+        scores = fusion.reads_scores
         out = []
         for qids, ids, raw in blocks:
             try:
-                if depth is None:
-                    result = _core.fuse_batch(ids, raw if scores else None, method=method, **fusion)
-                    out.append((qids, result))
-                    continue
-                result = _core.fuse_batch(
-                    ids, raw if scores else None, method=method, **{**fusion, "limit": depth}
-                )
+                result = cut.batch(ids, raw if scores else None, threads=1)
                 out.append((qids, result))
+                if depth is None:
+                    continue
                 assert cutoff is not None
                 again = _cut_short(result, cutoff, depth)
                 if len(again):
-                    result = _core.fuse_batch(
+                    result = fusion.batch(
                         [m[again] for m in ids],
                         [m[again] for m in raw] if scores else None,
-                        method=method,
-                        **fusion,
+                        threads=1,
                     )
                     out.append(([qids[j] for j in again.tolist()], result))
-            except ValueError as e:
-                raise _query_error(e, qids, codes, setting) from None
+            except FusionError as e:
+                raise _query_error(e, qids, names, setting) from None
         return out
 
     workers = max(1, pool_threads(threads) - 1)
@@ -1093,28 +1073,10 @@ def _fused_runs(
     pool.shutdown(wait=True)
 
 
-_ROW_ERROR = re.compile(r"row (\d+): (.*)", re.S)
-_KEY = re.compile(r"(the key |of key )(\d+)")  # a doc code in the engine's message
-
-
-def _query_error(e: ValueError, qids: List[str], names: List[str], setting: Setting) -> ValueError:
-    """fuse_batch's ``row r: ...`` as ``query 'q': ...`` with the doc id for its code."""
-    found = _ROW_ERROR.match(str(e))
-    if found is None:
-        return e
-    message = _KEY.sub(lambda m: m.group(1) + repr(names[int(m.group(2))]), found.group(2))
-    return ValueError(f"query {qids[int(found.group(1))]!r} ({_shown(setting)}): {message}")
-
-
-_SETTING_ERROR = re.compile(r"settings\[(\d+)\]: (.*)", re.S)
-
-
-def _setting_error(e: ValueError, batch: List[Setting], qids: List[str], names: Any) -> ValueError:
-    """``_Trace.combine``'s ``settings[s]: row r: ...`` as ``_query_error`` words it."""
-    found = _SETTING_ERROR.match(str(e))
-    if found is None:
-        return e
-    setting = batch[int(found.group(1))]
-    inner = ValueError(found.group(2))
-    out = _query_error(inner, qids, names, setting)
-    return ValueError(f"grid setting {_shown(setting)}: {inner}") if out is inner else out
+def _query_error(e: FusionError, qids: List[str], names: Any, setting: Setting) -> FusionError:
+    """A fusion's error at row r of a block as the error of its query (``qids[r]``) and grid
+    setting, with the doc id ``names[code]`` for the doc code it names."""
+    if e.row is None:
+        return e.located(setting=_shown(setting))
+    key = {} if e.key is None else {"key": names[e.key]}
+    return e.located(row=None, qid=qids[e.row], setting=_shown(setting), **key)

@@ -2,11 +2,13 @@
 
 Read this file to learn what rankfusion computes. The Rust core (``rankfusion._core``) must return
 exactly what these functions return -- the same keys, in the same order, with bit-identical float64
-scores -- and raise the same exception types; the differential tests check that with Hypothesis.
+scores -- and raise the same exceptions; the differential tests check that with Hypothesis.
 
-Nothing here is optimised. Every step is written the way the contract states it. Sections:
-result types; argument checking; Reciprocal Rank Fusion (``rrf``, ``rrf_many``, ``rrf_batch``);
-candidate revalidation (``revalidate``, ``pool_size``, ``revalidate_batch``).
+Nothing here is optimised. Every step is written the way the contract states it. Sections: result
+types; errors and argument conversion; the method table; ``Fusion``, the settings of a fusion
+(``fuse``, ``rrf``, the batch functions and ``rrf_many`` are calls of one); the fusion itself
+(scan, normalisation, each key's score, order); candidate revalidation (``revalidate``,
+``pool_size``, ``revalidate_batch``).
 """
 
 from __future__ import annotations
@@ -16,15 +18,21 @@ import math
 import numbers
 import operator
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Optional, Sequence
+
+from .errors import FusionError, FusionTypeError
 
 __all__ = [
     "BatchResult",
     "Contribution",
+    "Fusion",
+    "FusionError",
+    "FusionTypeError",
     "Hit",
     "METHODS",
     "NORMS",
+    "RANK_NORMS",
     "Revalidated",
     "RevalidatedBatch",
     "canonical_sum",
@@ -40,7 +48,6 @@ __all__ = [
 
 DUPLICATES = ("first", "sum", "error")
 TIE_BREAKS = ("best_rank", "key")
-
 
 # === Result types =================================================================================
 # Tuples with names: each compares, hashes and unpacks as the tuple of its first fields; any
@@ -167,81 +174,116 @@ class RevalidatedBatch(NamedTuple):
     counts: Any
 
 
-# === Argument checking ============================================================================
-# Order matters: both implementations check the arguments in signature order, so that a call
-# with several bad arguments raises the same exception from both. Nothing here reads a list item.
+# === Errors and argument conversion ===============================================================
+# Every bad input is a FusionTypeError (a TypeError) or FusionError (a ValueError) naming it; its
+# fields say where: ``scores[1][3]`` is the argument "scores", list 1, rank 4 (rankfusion.errors).
+
+
+def _fields(name: str) -> dict:
+    """The fields of an argument named ``name``: ``weights[2]`` -> argument "weights", list 2;
+    ``scores[1][3]`` -> argument "scores", list 1, rank 4."""
+    argument, _, rest = name.partition("[")
+    indices = (
+        [int(i) if i.isdigit() else None for i in rest.rstrip("]").split("][")] if rest else []
+    )
+    fields: dict = {"argument": argument}
+    if indices and indices[0] is not None:
+        fields["list"] = indices[0]
+    if len(indices) > 1 and indices[1] is not None:
+        fields["rank"] = indices[1] + 1
+    return fields
+
+
+def _bad_type(name: str, message: str) -> FusionTypeError:
+    return FusionTypeError(message, **_fields(name))
+
+
+def _bad_value(name: str, message: str) -> FusionError:
+    return FusionError(message, **_fields(name))
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
 
 
 def _as_list(value: Any, name: str) -> list:
     """Any iterable but str/bytes/bytearray, materialised into a list (the input is not modified)."""
     if isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(
-            f"{name} must be a non-string iterable, got {type(value).__name__} {value!r}"
-        )
+        raise _bad_type(name, f"{name} must be a non-string iterable, got {_describe(value)}")
     try:
         iterator = iter(value)
     except TypeError:
-        raise TypeError(f"{name} must be iterable, got {type(value).__name__} {value!r}") from None
+        raise _bad_type(name, f"{name} must be iterable, got {_describe(value)}") from None
     return list(iterator)
 
 
 def _real(value: Any, name: str, *, finite: bool = True) -> float:
     """A real number (int, float, numpy scalar, Fraction...; not bool) as a float64."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise _bad_type(name, f"{name} must be a real number, got {_describe(value)}")
     try:
         x = float(value)
     except OverflowError:
-        raise ValueError(f"{name} must be finite, got {value!r}") from None
+        raise _bad_value(name, f"{name} must be finite, got {value!r}") from None
     if finite and not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
+        raise _bad_value(name, f"{name} must be finite, got {x!r}")
     return x
 
 
 def _integer(value: Any, name: str, minimum: int) -> int:
     """An integer (anything with __index__, not bool) that is >= minimum."""
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise _bad_type(name, f"{name} must be an int, got {_describe(value)}")
     n = operator.index(value)
     if n < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+        raise _bad_value(name, f"{name} must be >= {minimum}, got {n}")
     return n
+
+
+def _count(value: Any, name: str, minimum: int) -> int:
+    """An integer setting >= minimum; one beyond 2**63 - 1 is 2**64 - 1 (no bound either way:
+    no list is that long)."""
+    n = _integer(value, name, minimum)
+    return n if n <= 2**63 - 1 else 2**64 - 1
 
 
 def _choice(value: Any, name: str, choices: tuple) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {choices}, got {type(value).__name__} {value!r}")
+        raise _bad_type(name, f"{name} must be one of {choices}, got {_describe(value)}")
     if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise _bad_value(name, f"{name} must be one of {choices}, got {value!r}")
     return value
 
 
 def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return value
+    """True or False: a bool, or a numpy bool (an item of a bool array)."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    raise _bad_type(name, f"{name} must be True or False, got {_describe(value)}")
 
 
 def _int64(value: Any, name: str) -> int:
     """An integer (anything with __index__, not bool) that fits in int64."""
     n = _integer(value, name, -(2**63))
     if n > 2**63 - 1:
-        raise ValueError(f"{name} must fit in int64, got {n}")
+        raise _bad_value(name, f"{name} must fit in int64, got {n}")
     return n
 
 
 def _pair(value: Any, name: str) -> list:
     """One candidate: an iterable of exactly two items (str/bytes are not pairs)."""
-    bad = f"{name} must be an (id, score) pair, got {type(value).__name__} {value!r}"
+    bad = f"{name} must be an (id, score) pair, got {_describe(value)}"
     if isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(bad)
+        raise _bad_type(name, bad)
     try:
         iterator = iter(value)
     except TypeError:
-        raise TypeError(bad) from None
+        raise _bad_type(name, bad) from None
     pair = list(iterator)
     if len(pair) != 2:
-        raise ValueError(f"{name} must be an (id, score) pair, got {len(pair)} items")
+        raise _bad_value(name, f"{name} must be an (id, score) pair, got {len(pair)} items")
     return pair
 
 
@@ -250,9 +292,10 @@ def _not_masked(value: Any, name: str) -> None:
     import numpy as np
 
     if isinstance(value, np.ma.MaskedArray):
-        raise TypeError(
+        raise _bad_type(
+            name,
             f"{name} is a masked array; its mask would be ignored: pass a plain array "
-            "(e.g. ids.filled(pad), scores.filled(nan))"
+            "(e.g. ids.filled(pad), scores.filled(nan))",
         )
 
 
@@ -269,13 +312,15 @@ def _id_matrix(value: Any, name: str) -> Any:
         try:
             value = np.asarray(value)
         except ValueError as e:
-            raise ValueError(f"{name} is not a 2-D integer array: {e}") from None
+            raise _bad_value(name, f"{name} is not a 2-D integer array: {e}") from None
     dtype = value.dtype
     if dtype.kind not in "iu" or not np.can_cast(dtype, np.int64, casting="safe"):
-        raise TypeError(f"{name} must be an integer array that widens to int64, got dtype {dtype}")
+        raise _bad_type(
+            name, f"{name} must be an integer array that widens to int64, got dtype {dtype}"
+        )
     if value.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D array (queries, candidates), got shape {value.shape}"
+        raise _bad_value(
+            name, f"{name} must be a 2-D array (queries, candidates), got shape {value.shape}"
         )
     return value.astype(np.int64)
 
@@ -288,99 +333,130 @@ def _matrix(value: Any, name: str, kinds: str, what: str):
     try:
         array = np.asarray(value)
     except ValueError as e:  # a ragged nested list
-        raise ValueError(f"{name} must be a 2-D array: {e}") from None
+        raise _bad_value(name, f"{name} must be a 2-D array: {e}") from None
     dtype = array.dtype
     if dtype.kind not in kinds:
-        raise TypeError(f"{name} must be {what}, got dtype {dtype}")
+        raise _bad_type(name, f"{name} must be {what}, got dtype {dtype}")
     if array.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D array (queries, candidates), got shape {array.shape}"
+        raise _bad_value(
+            name, f"{name} must be a 2-D array (queries, candidates), got shape {array.shape}"
         )
     return array
 
 
+def _id_matrices(lists: Any, name: str) -> list:
+    arrays = []
+    for i, value in enumerate(_as_list(lists, name)):
+        array = _id_matrix(value, f"{name}[{i}]")
+        if arrays and array.shape[0] != arrays[0].shape[0]:
+            raise _bad_value(
+                f"{name}[{i}]",
+                f"{name}[{i}] has {array.shape[0]} rows (queries), "
+                f"{name}[0] has {arrays[0].shape[0]}",
+            )
+        arrays.append(array)
+    return arrays
+
+
+# === The method table =============================================================================
+# A method is a row: what its values come from (the ranks, or the lists' scores normalised), what
+# one counted occurrence adds (its term) and how a key's terms become its score (its combination).
+# The formulas of each are the tables below it. docs/semantics.md, "Fusion methods", is the same
+# table in words; the core's (rust/fusion/methods.rs) is checked equal to it.
+
+
 @dataclass(frozen=True)
-class _Method:
-    """What a fusion method needs: ``kind`` "rank" (its values come from the ranks) or "score"
-    (from the lists' scores, normalised); whether it takes ``weights``; the parameters it takes;
-    a normalisation of its own (None: the caller's ``norm``)."""
+class Method:
+    """``kind`` "rank" or "score"; whether it takes ``weights``; the parameters it takes besides;
+    a normalisation of its own (the caller's ``norm`` is then refused); whether a list that does
+    not hold a key still gives it a term (``fills``); its ``term``, ``combine`` (and ``factor``
+    with ``combine="times"``), named in ``TERMS``, ``COMBINE`` and ``FACTORS``."""
 
     kind: str
     weighted: bool
+    term: str
+    combine: str = "sum"
     params: tuple = ()
     norm: Optional[str] = None
+    fills: bool = False
+    factor: Optional[str] = None
 
 
 METHODS = {
     # rank-based
-    "rrf": _Method("rank", True, ("k", "normalize")),
-    "rbc": _Method("rank", True, ("phi",)),
-    "isr": _Method("rank", False),
-    "log_isr": _Method("rank", False),
-    "logn_isr": _Method("rank", False, ("sigma",)),
-    "bordafuse": _Method("rank", True),
-    "condorcet": _Method("rank", True),
+    "rrf": Method("rank", True, "reciprocal", params=("k", "normalize")),
+    "rbc": Method("rank", True, "rank_biased", params=("phi",)),
+    "isr": Method("rank", False, "inverse_square", "times", factor="present"),
+    "log_isr": Method("rank", False, "inverse_square", "times", factor="log_present"),
+    "logn_isr": Method(
+        "rank", False, "inverse_square", "times", params=("sigma",), factor="log_present_sigma"
+    ),
+    "bordafuse": Method("rank", True, "points", fills=True),
+    "condorcet": Method("rank", True, "vote", "copeland"),
     # score-based
-    "sum": _Method("score", False),
-    "wsum": _Method("score", True),
-    "mnz": _Method("score", False),
-    "anz": _Method("score", False),
-    "gmnz": _Method("score", False, ("gamma",)),
-    "max": _Method("score", False),
-    "min": _Method("score", False),
-    "med": _Method("score", False),
-    "wmnz": _Method("score", True),
-    "mixed": _Method("score", True),
-    "dbsf": _Method("score", False, norm="dbsf"),
-    "relative_score": _Method("score", True, norm="min-max"),
-    "arithmetic_mean": _Method("score", True),
-    "geometric_mean": _Method("score", True),
-    "harmonic_mean": _Method("score", True),
+    "sum": Method("score", False, "value"),
+    "wsum": Method("score", True, "weighted"),
+    "mnz": Method("score", False, "value", "times", factor="present"),
+    "anz": Method("score", False, "value", "per_list"),
+    "gmnz": Method("score", False, "value", "times", params=("gamma",), factor="present_pow_gamma"),
+    "max": Method("score", False, "value", "max"),
+    "min": Method("score", False, "value", "min"),
+    "med": Method("score", False, "value", "median"),
+    "wmnz": Method("score", True, "value", "times", factor="present_weights"),
+    "mixed": Method("score", True, "weighted", "times", factor="sqrt_present"),
+    "dbsf": Method("score", False, "value", norm="dbsf"),
+    "relative_score": Method("score", True, "weighted", norm="min-max"),
+    "arithmetic_mean": Method("score", True, "weighted", "arithmetic_mean", fills=True),
+    "geometric_mean": Method("score", True, "weighted_log", "geometric_mean"),
+    "harmonic_mean": Method("score", True, "weighted_inverse", "harmonic_mean"),
 }
 NORMS = ("none", "min-max", "max", "sum", "z-score", "l2", "rank", "borda", "dbsf")
-RANK_NORMS = ("rank", "borda")  # need no scores
-MEANS = ("arithmetic_mean", "geometric_mean", "harmonic_mean")
+RANK_NORMS = ("rank", "borda")  # read the ranks: need no scores
+MEANS = ("arithmetic_mean", "geometric_mean", "harmonic_mean")  # their weights must be >= 0
+
+# What one counted occurrence at rank r of a list of weight w adds (v: its normalised value, or
+# BordaFuse's points); ``f`` is the Fusion.
+TERMS: dict = {
+    "reciprocal": lambda w, v, r, f: w / (f.k + r),
+    "rank_biased": lambda w, v, r, f: w * ((1 - f.phi) * _power(f.phi, r - 1)),
+    "inverse_square": lambda w, v, r, f: 1 / (r * r),
+    "points": lambda w, v, r, f: w * v,
+    "vote": lambda w, v, r, f: w,
+    "value": lambda w, v, r, f: v,
+    "weighted": lambda w, v, r, f: w * v,
+    "weighted_log": lambda w, v, r, f: w * math.log(v) if v > 0 else 0.0,
+    "weighted_inverse": lambda w, v, r, f: w / v if v > 0 else 0.0,
+}
+
+# What a "times" method multiplies the canonical sum of a key's terms by: a function of the lists
+# holding it (``present``, their indices) and the Fusion.
+FACTORS: dict = {
+    "present": lambda present, weights, f: float(len(present)),
+    "log_present": lambda present, weights, f: math.log(len(present)),
+    "log_present_sigma": lambda present, weights, f: math.log(len(present) + f.sigma),
+    "present_pow_gamma": lambda present, weights, f: _ieee(pow, float(len(present)), f.gamma),
+    "sqrt_present": lambda present, weights, f: math.sqrt(len(present)),
+    "present_weights": lambda present, weights, f: canonical_sum(weights[i] for i in present),
+}
 
 
-@dataclass(frozen=True)
-class _Options:
-    """The checked keyword arguments every fusion shares."""
+# === Fusion: the settings of a fusion =============================================================
+# The settings are checked once, when the Fusion is made, in the order of its signature; a call
+# then checks its own inputs, in order: the lists, their number against the settings (weights,
+# lower_is_better, normalize's divisor), the raw scores, the boost.
 
-    method: str
-    norm: str  # the normalisation in effect ("none" for rank-based methods)
-    k: float
-    weights: Optional[list]  # None only in rrf_many, where each query has its own list count
-    window: Optional[int]
-    duplicates: str
-    tie_break: str
-    offset: int
-    limit: Optional[int]
-    min_score: Optional[float]
-    normalize: bool
-    # normalize=True: the largest score a key could reach with duplicates="first" (None when
-    # normalize=False, or in rrf_many before a query's number of lists is known).
-    best_possible: Optional[float] = None
-    phi: Optional[float] = None
-    gamma: Optional[float] = None
-    sigma: Optional[float] = None
-    lower_is_better: Optional[list] = None  # one bool per list, or None: every list higher-better
-    boost: Optional[dict] = None  # key -> finite value
-    boost_weight: float = 0.0
-
-
-def _best_possible(weights: list, k: float) -> float:
-    """normalize=True's divisor: the values w / (k + 1) of the lists of positive weight, added like
-    a score. Checked before any list item is read, whether or not the lists hold any item."""
-    if not any(w > 0 for w in weights):
-        raise ValueError("normalize=True needs at least one list with a positive weight")
-    best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
-    if not (best_possible > 0 and math.isfinite(best_possible)):  # under- or overflow
-        raise ValueError(f"normalize=True: the largest possible score is {best_possible}")
-    return best_possible
+SETTINGS = (
+    "method", "norm", "k", "weights", "window", "duplicates", "tie_break", "offset", "limit",
+    "min_score", "normalize", "lower_is_better", "phi", "gamma", "sigma", "boost_weight", "trace",
+)  # fmt: skip
+RRF_SETTINGS = (
+    "k", "weights", "window", "duplicates", "tie_break", "offset", "limit", "min_score",
+    "normalize", "trace",
+)  # fmt: skip
 
 
 class _Default:
-    """``k``'s default: 60, and "not given" (k is a ValueError with a method that does not use it)."""
+    """``k``'s default: 60, and "not given" (k is an error with a method that does not use it)."""
 
     def __repr__(self) -> str:
         return "60"
@@ -389,182 +465,384 @@ class _Default:
 K_DEFAULT = _Default()
 
 
-def _unused(name: str, method: str) -> ValueError:
-    return ValueError(f"{name} is not used by method {method!r}")
+def _unused(name: str, method: str) -> FusionError:
+    return FusionError(f"{name} is not used by method {method!r}", argument=name)
 
 
-def _options(
-    n: Optional[int],
-    k,
-    weights,
-    window,
-    duplicates,
-    tie_break,
-    offset,
-    limit,
-    min_score,
-    normalize,
-    method="rrf",
-    norm=None,
-) -> _Options:
-    """Checks method, norm, then k .. normalize in signature order; ``n`` is the number of lists
-    weights must match (None in rrf_many)."""
-    method = _choice(method, "method", tuple(METHODS))
-    m = METHODS[method]
-    if norm is not None:
-        norm = _choice(norm, "norm", NORMS)
-        if m.kind == "rank":
-            raise _unused("norm", method)
-        if m.norm is not None:
-            raise ValueError(
-                f"norm is not used by method {method!r}: it normalises with {m.norm!r}"
+def _best_possible(weights: list, k: float) -> float:
+    """normalize=True's divisor: the values w / (k + 1) of the lists of positive weight, added like
+    a score."""
+    if not any(w > 0 for w in weights):
+        raise FusionError(
+            "normalize=True needs at least one list with a positive weight", argument="normalize"
+        )
+    best_possible = canonical_sum(w / (k + 1) for w in weights if w > 0)
+    if not (best_possible > 0 and math.isfinite(best_possible)):  # under- or overflow
+        raise FusionError(
+            f"normalize=True: the largest possible score is {best_possible}", argument="normalize"
+        )
+    return best_possible
+
+
+def _per_list(name: str, values: Optional[list], n: int, what: str = "values") -> None:
+    if values is not None and len(values) != n:
+        raise FusionError(f"{name} has {len(values)} {what} for {n} lists", argument=name)
+
+
+class Fusion:
+    """The settings of a fusion, checked when it is made; call it on one query's lists, or use
+    ``batch`` (id arrays) and ``many`` (a list of queries). Immutable, hashable, picklable; equal
+    to any fusion that computes the same. See ``rankfusion.Fusion`` and docs/semantics.md."""
+
+    def __init__(
+        self,
+        *,
+        method: str = "rrf",
+        norm: Optional[str] = None,
+        k: Any = K_DEFAULT,
+        weights: Optional[Sequence[float]] = None,
+        window: Optional[int] = None,
+        duplicates: str = "first",
+        tie_break: str = "best_rank",
+        offset: int = 0,
+        limit: Optional[int] = None,
+        min_score: Optional[float] = None,
+        normalize: bool = False,
+        lower_is_better: Optional[Sequence[bool]] = None,
+        phi: Optional[float] = None,
+        gamma: Optional[float] = None,
+        sigma: Optional[float] = None,
+        boost_weight: Optional[float] = None,
+        trace: bool = False,
+    ) -> None:
+        keep = self.__dict__.update  # (the attributes are set here once: see __setattr__)
+        method = _choice(method, "method", tuple(METHODS))
+        m = METHODS[method]
+        if norm is not None:
+            norm = _choice(norm, "norm", NORMS)
+            if m.kind == "rank":
+                raise _unused("norm", method)
+            if m.norm is not None:
+                raise FusionError(
+                    f"norm is not used by method {method!r}: it normalises with {m.norm!r}",
+                    argument="norm",
+                )
+        keep(method=method, norm=None if norm == "none" else norm)
+        if k is not K_DEFAULT and "k" not in m.params:
+            raise _unused("k", method)
+        k = 60.0 if k is K_DEFAULT else _real(k, "k") + 0.0
+        if k < 0:
+            raise FusionError(f"k must be >= 0, got {k!r}", argument="k")
+        if weights is not None:
+            if not m.weighted:
+                raise _unused("weights", method)
+            weights = [_real(w, f"weights[{i}]") + 0.0 for i, w in enumerate(_as_list(weights, "weights"))]  # fmt: skip
+            for i, w in enumerate(weights):
+                if method in MEANS and w < 0:
+                    raise FusionError(
+                        f"weights[{i}] must be >= 0 for method {method!r}, got {w!r}",
+                        argument="weights",
+                        list=i,
+                    )
+        keep(k=k, weights=None if weights is None else tuple(weights))
+        keep(
+            window=None if window is None else _count(window, "window", 1),
+            duplicates=_choice(duplicates, "duplicates", DUPLICATES),
+            tie_break=_choice(tie_break, "tie_break", TIE_BREAKS),
+            offset=_count(offset, "offset", 0),
+            limit=None if limit is None else _count(limit, "limit", 0),
+            min_score=None if min_score is None else _real(min_score, "min_score") + 0.0,
+            normalize=_flag(normalize, "normalize"),
+        )
+        if self.normalize and "normalize" not in m.params:
+            raise _unused("normalize", method)
+        if self.normalize and weights is not None:
+            _best_possible(weights, k)
+        self._check_lower_is_better(lower_is_better, m)
+        self._check_parameters(phi, gamma, sigma, m)
+        if boost_weight is not None:
+            boost_weight = _real(boost_weight, "boost_weight") + 0.0
+            if self.normalize:
+                raise FusionError("boost cannot be combined with normalize=True", argument="boost")
+        keep(boost_weight=boost_weight, trace=_flag(trace, "trace"))
+
+    def _check_lower_is_better(self, lower_is_better: Any, m: Method) -> None:
+        if lower_is_better is not None:
+            if m.kind == "rank":
+                raise _unused("lower_is_better", self.method)
+            if self.norm_in_effect in RANK_NORMS:  # it reads the ranks, not the scores
+                raise FusionError(
+                    f"lower_is_better is not used by norm {self.norm_in_effect!r}",
+                    argument="lower_is_better",
+                )
+            flags = _as_list(lower_is_better, "lower_is_better")
+            lower_is_better = tuple(_flag(x, f"lower_is_better[{i}]") for i, x in enumerate(flags))
+        self.__dict__["lower_is_better"] = lower_is_better
+
+    def _check_parameters(self, phi: Any, gamma: Any, sigma: Any, m: Method) -> None:
+        values = {}
+        for name, value in (("phi", phi), ("gamma", gamma), ("sigma", sigma)):
+            if value is not None and name not in m.params:
+                raise _unused(name, self.method)
+            if value is None and name in m.params and name != "sigma":
+                raise FusionError(f"method {self.method!r} needs {name}", argument=name)
+            values[name] = None if value is None else _real(value, name) + 0.0
+        if values["phi"] is not None and not 0 <= values["phi"] < 1:
+            raise FusionError(
+                f"phi must satisfy 0 <= phi < 1, got {values['phi']!r}", argument="phi"
             )
-    norm = m.norm or norm or "none"
-    if k is K_DEFAULT:
-        k = 60
-    elif "k" not in m.params:
-        raise _unused("k", method)
-    k = _real(k, "k")
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k!r}")
-    if weights is None:
-        weights = None if n is None else [1.0] * n
-    else:
-        if not m.weighted:
-            raise _unused("weights", method)
-        weights = _as_list(weights, "weights")
-        if n is not None and len(weights) != n:
-            raise ValueError(f"weights has {len(weights)} values for {n} lists")
-        weights = [_real(w, f"weights[{i}]") for i, w in enumerate(weights)]
-        for i, w in enumerate(weights):
-            if method in MEANS and w < 0:
-                raise ValueError(f"weights[{i}] must be >= 0 for method {method!r}, got {w!r}")
-    if window is not None:
-        window = _integer(window, "window", 1)
-    duplicates = _choice(duplicates, "duplicates", DUPLICATES)
-    tie_break = _choice(tie_break, "tie_break", TIE_BREAKS)
-    offset = _integer(offset, "offset", 0)
-    if limit is not None:
-        limit = _integer(limit, "limit", 0)
-    if min_score is not None:
-        min_score = _real(min_score, "min_score")
-    normalize = _flag(normalize, "normalize")
-    if normalize and method != "rrf":
-        raise _unused("normalize", method)
-    best_possible = _best_possible(weights, k) if normalize and weights is not None else None
-    return _Options(
-        method,
-        norm,
-        k,
-        weights,
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
-        best_possible,
-    )
+        if values["sigma"] is not None and not 0 <= values["sigma"] <= 1:
+            raise FusionError(
+                f"sigma must satisfy 0 <= sigma <= 1, got {values['sigma']!r}", argument="sigma"
+            )
+        if self.method == "logn_isr" and values["sigma"] is None:
+            values["sigma"] = 0.01
+        self.__dict__.update(values)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Fusion is immutable: use replace()")
+
+    # --- what the settings say --------------------------------------------------------------
+
+    @property
+    def norm_in_effect(self) -> str:
+        """The normalisation in effect: the method's own, the one asked for, or "none"."""
+        m = METHODS[self.method]
+        return "none" if m.kind == "rank" else (m.norm or self.norm or "none")
+
+    @property
+    def reads_scores(self) -> bool:
+        """Whether a call needs scores for every list it reads."""
+        return METHODS[self.method].kind == "score" and self.norm_in_effect not in RANK_NORMS
+
+    def to_dict(self) -> dict:
+        """The settings that differ from the defaults (and ``method``): ``Fusion(**d) == self``."""
+        d = {"method": self.method}
+        given = {
+            "norm": self.norm,
+            "k": self.k if self.method == "rrf" and self.k != 60 else None,
+            "weights": None if self.weights is None else list(self.weights),
+            "window": self.window,
+            "duplicates": self.duplicates if self.duplicates != "first" else None,
+            "tie_break": self.tie_break if self.tie_break != "best_rank" else None,
+            "offset": self.offset or None,
+            "limit": self.limit,
+            "min_score": self.min_score,
+            "normalize": self.normalize or None,
+            "lower_is_better": None if self.lower_is_better is None else list(self.lower_is_better),
+            "phi": self.phi,
+            "gamma": self.gamma,
+            "sigma": self.sigma if self.sigma != 0.01 else None,
+            "boost_weight": self.boost_weight,
+            "trace": self.trace or None,
+        }
+        d.update((name, value) for name, value in given.items() if value is not None)
+        return d
+
+    def replace(self, **changes: Any) -> Fusion:
+        """A copy with some settings changed; a setting given as None goes back to its default."""
+        return Fusion(**{**self.to_dict(), **changes})
+
+    def __repr__(self) -> str:
+        return "Fusion(" + ", ".join(f"{n}={v!r}" for n, v in self.to_dict().items()) + ")"
+
+    def __eq__(self, other: object) -> bool:
+        return self.to_dict() == other.to_dict() if isinstance(other, Fusion) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __reduce__(self):
+        return (_fusion, (self.to_dict(),))
+
+    # --- a call -------------------------------------------------------------------------------
+
+    def _weights(self, n: int) -> list:
+        """The weight of each of ``n`` lists (checked against them), normalize's divisor checked,
+        and the flags of lower_is_better checked against them."""
+        _per_list("weights", self.weights, n)
+        weights = [1.0] * n if self.weights is None else list(self.weights)
+        if self.normalize:
+            _best_possible(weights, self.k)
+        _per_list("lower_is_better", self.lower_is_better, n)
+        return weights
+
+    def check(self, n_lists: int) -> None:
+        """Checks the settings against a call of ``n_lists`` lists, as every call does first."""
+        self._weights(n_lists)
+
+    def _boost(self, boost: Any) -> Optional[dict]:
+        """``boost``: both or neither with boost_weight; key -> finite real."""
+        if boost is not None and self.boost_weight is None:
+            raise FusionError("boost needs boost_weight", argument="boost")
+        if boost is None and self.boost_weight is not None:
+            raise FusionError("boost_weight is not used without boost", argument="boost_weight")
+        if boost is None:
+            return None
+        if not isinstance(boost, Mapping):
+            raise _bad_type(
+                "boost", f"boost must be a mapping key -> value, got {_describe(boost)}"
+            )
+        return {key: _real(v, f"boost[{key!r}]") for key, v in boost.items()}
+
+    def __call__(self, lists: Iterable[Iterable[Hashable]], scores: Any = None, boost: Any = None):
+        """Fuses one query; see docs/semantics.md."""
+        lists = [_as_list(lst, f"lists[{i}]") for i, lst in enumerate(_as_list(lists, "lists"))]
+        weights = self._weights(len(lists))
+        raw_scores = _raw_scores(scores, lists, weights, self)
+        return _fuse(lists, self, weights, raw_scores, self._boost(boost))
+
+    def many(self, queries: Iterable[Any], *, scores: Any = None, threads: Optional[int] = None):
+        """``[self(lists, scores=scores[q]) for q, lists in enumerate(queries)]``; an error of
+        query q is located there (``queries[q]: ...``); the keys' own exceptions propagate."""
+        queries = _as_list(queries, "queries")
+        if scores is not None:
+            scores = _as_list(scores, "scores")
+            if len(scores) != len(queries):
+                raise FusionError(
+                    f"scores has {len(scores)} entries for {len(queries)} queries",
+                    argument="scores",
+                )
+        if threads is not None:
+            _integer(threads, "threads", 1)
+        self._boost(None)
+        results = []
+        for q, lists in enumerate(queries):
+            try:
+                results.append(self(lists, None if scores is None else scores[q]))
+            except (FusionError, FusionTypeError) as e:
+                raise e.located(query=q) from None
+        return results
+
+    def batch(
+        self, ids: Any, scores: Any = None, *, pad: int = -1, boost: Any = None, threads=None
+    ):
+        """Fuses Q queries of id arrays; row q equals the fusion of row q of every list."""
+        return self._batch(ids, "ids", scores, pad, boost, threads, with_normalized=True)
+
+    def _batch(self, ids, name, scores, pad, boost, threads, with_normalized):
+        import numpy as np
+
+        arrays = _id_matrices(ids, name)
+        n = len(arrays)
+        weights = self._weights(n)
+        score_arrays: list = [None] * n
+        if scores is not None:
+            scores = _as_list(scores, "scores")
+            _per_list("scores", scores, n, "entries")
+            for i, s in enumerate(scores):
+                if s is not None:
+                    s = _matrix(s, f"scores[{i}]", "iuf", "a real array (integer or float dtype)")
+                    if s.shape != arrays[i].shape:
+                        raise _bad_value(
+                            f"scores[{i}]",
+                            f"scores[{i}] has shape {s.shape} but {name}[{i}] has shape "
+                            f"{arrays[i].shape}",
+                        )
+                    score_arrays[i] = s.astype(np.float64)
+        _scores_given(score_arrays, weights, self)
+        pad = _int64(pad, "pad")
+        boost = self._boost(boost)
+        for key in boost or {}:  # the rows hold int ids: a boost's key is one
+            if isinstance(key, bool) or not hasattr(type(key), "__index__"):
+                raise _bad_type("boost", f"boost's keys must be ids (ints), got {_describe(key)}")
+        if threads is not None:
+            _integer(threads, "threads", 1)
+        return _batch(arrays, score_arrays, pad, self, weights, boost, with_normalized)
 
 
-def _raw_scores(scores: Any, lists: list, o: _Options) -> list:
-    """``scores=``: per list None or its raw scores (reals, not NaN), aligned with the list. A
-    score-based method whose normalisation reads scores needs them for every list it reads."""
+def _fusion(settings: dict) -> Fusion:
+    """``Fusion(**settings)``, for pickle."""
+    return Fusion(**settings)
+
+
+def _raw_scores(scores: Any, lists: list, weights: list, f: Fusion) -> list:
+    """``scores=``: per list None or its raw scores (reals, not NaN), aligned with the list."""
     n = len(lists)
     raw_scores: list = [None] * n
     if scores is not None:
         scores = _as_list(scores, "scores")
-        if len(scores) != n:
-            raise ValueError(f"scores has {len(scores)} entries for {n} lists")
+        _per_list("scores", scores, n, "entries")
         for i, s in enumerate(scores):
             if s is None:
                 continue
             s = _as_list(s, f"scores[{i}]")
             if len(s) != len(lists[i]):
-                raise ValueError(f"scores[{i}] has {len(s)} values for {len(lists[i])} keys")
-            raw_scores[i] = [_raw_score(x, f"scores[{i}][{j}]", o) for j, x in enumerate(s)]
-    if _reads_scores(o) and o.weights is not None:
-        for i in range(n):
-            if o.weights[i] != 0 and raw_scores[i] is None:
-                raise ValueError(
-                    f"method {o.method!r} with norm {o.norm!r} needs scores for every list: "
-                    f"scores[{i}] is missing"
+                raise _bad_value(
+                    f"scores[{i}]", f"scores[{i}] has {len(s)} values for {len(lists[i])} keys"
                 )
+            raw_scores[i] = [_raw_score(x, f"scores[{i}][{j}]", f) for j, x in enumerate(s)]
+    _scores_given(raw_scores, weights, f)
     return raw_scores
 
 
-def _reads_scores(o: _Options) -> bool:
-    return METHODS[o.method].kind == "score" and o.norm not in RANK_NORMS
+def _scores_given(raw_scores: list, weights: list, f: Fusion) -> None:
+    """A method whose normalisation reads scores needs them for every list it reads."""
+    if f.reads_scores:
+        for i, w in enumerate(weights):
+            if w != 0 and raw_scores[i] is None:
+                raise FusionError(
+                    f"method {f.method!r} with norm {f.norm_in_effect!r} needs scores for every "
+                    f"list: scores[{i}] is missing",
+                    argument="scores",
+                    list=i,
+                )
 
 
-def _raw_score(value: Any, name: str, o: _Options) -> float:
+def _raw_score(value: Any, name: str, f: Fusion) -> float:
     """A raw score: a real, never NaN; infinite only where the method does not read it (a
     rank-based method carries it into traces)."""
     x = _real(value, name, finite=False)
     if math.isnan(x):
-        raise ValueError(f"{name} must not be NaN")
-    if _reads_scores(o) and not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
+        raise _bad_value(name, f"{name} must not be NaN")
+    if f.reads_scores and not math.isfinite(x):
+        raise _bad_value(name, f"{name} must be finite, got {x!r}")
     return x
 
 
-def _method_options(
-    o: _Options, n: Optional[int], lower_is_better, phi, gamma, sigma, boost, boost_weight
-) -> _Options:
-    """Checks lower_is_better .. boost_weight in signature order."""
-    if lower_is_better is not None:
-        if METHODS[o.method].kind == "rank":
-            raise _unused("lower_is_better", o.method)
-        if o.norm in RANK_NORMS:  # it reads the ranks, not the scores
-            raise ValueError(f"lower_is_better is not used by norm {o.norm!r}")
-        lower_is_better = _as_list(lower_is_better, "lower_is_better")
-        if n is not None and len(lower_is_better) != n:
-            raise ValueError(f"lower_is_better has {len(lower_is_better)} values for {n} lists")
-        lower_is_better = [_flag(x, f"lower_is_better[{i}]") for i, x in enumerate(lower_is_better)]
-    values = {}
-    for name, value, default in (
-        ("phi", phi, None),
-        ("gamma", gamma, None),
-        ("sigma", sigma, 0.01),
-    ):
-        if value is not None and name not in METHODS[o.method].params:
-            raise _unused(name, o.method)
-        if value is None and name in METHODS[o.method].params:
-            if default is None:
-                raise ValueError(f"method {o.method!r} needs {name}")
-            value = default
-        if value is not None:
-            value = _real(value, name)
-        values[name] = value
-    if values["phi"] is not None and not 0 <= values["phi"] < 1:
-        raise ValueError(f"phi must satisfy 0 <= phi < 1, got {values['phi']!r}")
-    if values["sigma"] is not None and not 0 <= values["sigma"] <= 1:
-        raise ValueError(f"sigma must satisfy 0 <= sigma <= 1, got {values['sigma']!r}")
-    if boost is not None:
-        if not isinstance(boost, Mapping):
-            raise TypeError(
-                f"boost must be a mapping key -> value, got {type(boost).__name__} {boost!r}"
-            )
-        boost = {key: _real(v, f"boost[{key!r}]") for key, v in boost.items()}
-    if boost_weight is not None:
-        if boost is None:
-            raise ValueError("boost_weight is not used without boost")
-        boost_weight = _real(boost_weight, "boost_weight")
-    elif boost is not None:
-        raise ValueError("boost needs boost_weight")
-    if boost is not None and o.normalize:
-        raise ValueError("boost cannot be combined with normalize=True")
-    return replace(
-        o,
-        lower_is_better=lower_is_better,
-        boost=boost,
-        boost_weight=0.0 if boost_weight is None else boost_weight,
-        **values,
-    )
+def _accepts(function: str, settings: dict, allowed: tuple) -> dict:
+    for name in settings:
+        if name not in allowed:
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+    return settings
 
 
-# === Reciprocal Rank Fusion =======================================================================
+def fuse(lists: Iterable[Iterable[Hashable]], *, scores: Any = None, boost: Any = None, **settings):
+    """Fusion of ranked lists (best first) by any method: ``Fusion(**settings)(lists, scores,
+    boost)``. See docs/semantics.md and ``rankfusion.fuse``."""
+    return Fusion(**_accepts("fuse", settings, SETTINGS))(lists, scores, boost)
+
+
+def rrf(lists: Iterable[Iterable[Hashable]], *, scores: Any = None, **settings):
+    """Reciprocal Rank Fusion: ``fuse(lists, scores=scores, **settings)`` with RRF's settings."""
+    return Fusion(**_accepts("rrf", settings, RRF_SETTINGS))(lists, scores)
+
+
+def rrf_many(queries: Iterable[Any], *, scores: Any = None, threads=None, **settings):
+    """``[rrf(lists, scores=scores[q], **settings) for q, lists in enumerate(queries)]``."""
+    fusion = Fusion(**_accepts("rrf_many", settings, RRF_SETTINGS))
+    return fusion.many(queries, scores=scores, threads=threads)
+
+
+def rrf_batch(lists: Iterable[Any], *, pad: int = -1, threads=None, **settings) -> BatchResult:
+    """RRF of Q queries of id arrays at once: row q of the result is ``rrf`` of row q of every
+    list (its pads removed, ranks unshifted). Width W: with limit=None the largest count of any
+    row; with a limit, min(limit, cap) where cap = sum of min(N_i, window) over the lists of
+    non-zero weight. ``threads`` only bounds the core's parallelism; here it is checked."""
+    fusion = Fusion(**_accepts("rrf_batch", settings, RRF_SETTINGS))
+    return fusion._batch(lists, "lists", None, pad, None, threads, with_normalized=False)
+
+
+def fuse_batch(ids: Iterable[Any], scores: Any = None, *, pad: int = -1, boost: Any = None,
+               threads=None, **settings) -> BatchResult:  # fmt: skip
+    """``fuse`` of Q queries at once: row q of the result is ``fuse`` of row q of every list.
+    With ``trace=True`` the result also holds ``normalized`` (Q, W, L): the normalised value of
+    the hit's best occurrence in list l, 0.0 where absent."""
+    fusion = Fusion(**_accepts("fuse_batch", settings, SETTINGS))
+    return fusion._batch(ids, "ids", scores, pad, boost, threads, with_normalized=True)
+
+
+# === The fusion ===================================================================================
 
 
 def canonical_sum(values: Iterable[float]) -> float:
@@ -577,75 +855,6 @@ def canonical_sum(values: Iterable[float]) -> float:
     for v in sorted(values):
         total += v
     return total
-
-
-def _sorted_by_key(tied: Iterable[tuple]) -> list:
-    """Tied (sum, Hit) pairs by key, ascending. Only tied keys are ever compared."""
-    try:
-        return sorted(tied, key=lambda pair: pair[1].key)
-    except TypeError as e:
-        raise TypeError(f"tie_break='key': tied keys cannot be compared ({e})") from e
-
-
-def fuse(
-    lists: Iterable[Iterable[Hashable]],
-    *,
-    method: str = "rrf",
-    norm: Optional[str] = None,
-    k: float = K_DEFAULT,
-    weights: Optional[Sequence[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
-    scores: Optional[Sequence[Optional[Sequence[float]]]] = None,
-    lower_is_better: Optional[Sequence[bool]] = None,
-    phi: Optional[float] = None,
-    gamma: Optional[float] = None,
-    sigma: Optional[float] = None,
-    boost: Optional[Mapping] = None,
-    boost_weight: Optional[float] = None,
-    trace: bool = False,
-) -> list:
-    """Fusion of ranked lists (best first) by ``method``. See docs/semantics.md and
-    ``rankfusion.fuse``."""
-    # 1. Arguments, in signature order.
-    lists = [_as_list(lst, f"lists[{i}]") for i, lst in enumerate(_as_list(lists, "lists"))]
-    n = len(lists)
-    o = _options(
-        n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize,
-        method, norm,
-    )  # fmt: skip
-    raw_scores = _raw_scores(scores, lists, o)
-    o = _method_options(o, n, lower_is_better, phi, gamma, sigma, boost, boost_weight)
-    trace = _flag(trace, "trace")
-    return _fuse(lists, o, raw_scores, trace)
-
-
-def rrf(
-    lists: Iterable[Iterable[Hashable]],
-    *,
-    k: float = 60,
-    weights: Optional[Sequence[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
-    scores: Optional[Sequence[Optional[Sequence[float]]]] = None,
-    trace: bool = False,
-) -> list:
-    """Reciprocal Rank Fusion: ``fuse(lists, method="rrf", ...)``."""
-    return fuse(
-        lists, k=k, weights=weights, window=window, duplicates=duplicates, tie_break=tie_break,
-        offset=offset, limit=limit, min_score=min_score, normalize=normalize, scores=scores,
-        trace=trace,
-    )  # fmt: skip
 
 
 def _power(x: float, n: int) -> float:
@@ -662,8 +871,8 @@ def _power(x: float, n: int) -> float:
 
 def _ieee(f: Callable[..., float], *args: float) -> float:
     """``f(*args)`` overflowing to inf as IEEE-754 arithmetic does, where Python's ``**`` and
-    ``math.exp`` raise OverflowError: an overflowing score is then the ValueError naming the key
-    that every other score that is not finite is."""
+    ``math.exp`` raise OverflowError: an overflowing score is then the error naming the key that
+    every other score that is not finite is."""
     try:
         return f(*args)
     except OverflowError:
@@ -687,68 +896,31 @@ def _root_sum_squares(xs: list, divisor: int) -> float:
     return root
 
 
-def _normalizer(norm: str, values: list) -> Callable[[float], float]:
-    """The normalisation of one list: ``values`` are the raw scores of its counted items, in list
-    order (already negated for a lower-is-better list). Returns raw score -> normalised value."""
-    if norm == "none":
-        return lambda s: s
-    n = len(values)
-    low, high = min(values), max(values)
-    if norm == "min-max":  # an all-equal (or one-item) list: every item is the best, 1.0
-        return (lambda s: 1.0) if high == low else (lambda s: (s - low) / (high - low))
-    if norm == "max":
-        if high < 0:
-            raise ValueError(
-                f"norm='max' needs a list's largest score to be >= 0, got {high!r} "
-                "(use 'min-max' for negative scores)"
-            )
-        return (lambda s: 0.0) if high == 0 else (lambda s: s / high)
-    if norm == "sum":  # a share of the total above the minimum; equal shares when all equal
-        total = canonical_sum(v - low for v in values)
-        return (lambda s: 1.0 / n) if total == 0 else (lambda s: (s - low) / total)
-    if norm == "z-score":  # population standard deviation; a constant list: all 0.0
-        if high == low:
-            return lambda s: 0.0
-        mean = canonical_sum(values) / n
-        sd = _root_sum_squares([v - mean for v in values], n)
-        return (lambda s: 0.0) if sd == 0 else (lambda s: (s - mean) / sd)
-    if norm == "l2":
-        length = _root_sum_squares(values, 1)
-        return (lambda s: 0.0) if length == 0 else (lambda s: s / length)
-    if norm == "dbsf":  # Qdrant's: Welford's mean and sample variance, mean -/+ 3 sd, not clipped
-        if n == 1:
-            return lambda s: 0.5
-        mean, m2 = 0.0, 0.0
-        for count, v in enumerate(values, 1):
-            delta = v - mean
-            mean += delta / count
-            m2 += delta * (v - mean)
-        # Scores spanning the float range overflow m2 to -inf: a nan sd, a normalised score that
-        # is not finite (the ValueError naming the key).
-        sd = math.sqrt(m2 / (n - 1)) if m2 >= 0 else math.nan
-        low, high = mean - 3 * sd, mean + 3 * sd
-        return (lambda s: 0.5) if low == high else (lambda s: (s - low) / (high - low))
-    raise AssertionError(norm)
+# --- 1. The interleaved scan ----------------------------------------------------------------
 
 
-def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None) -> list:
-    """Steps 2-7 of a fusion on checked arguments. ``is_hole(item)`` marks items that are not keys
-    (rrf_batch's pads): skipped like any item, so they never shift the ranks behind them."""
-    weights, method = o.weights, o.method
-    if is_hole is None:
-        is_hole = lambda item: False  # noqa: E731
+@dataclass
+class _Scan:
+    """What the scan found: per key (in order of first appearance) its first key object and its
+    counted occurrences (list index, rank); the lists read; per list read, its items read."""
 
-    # 2. The interleaved scan: rank 1 of list 0, rank 1 of list 1, ..., rank 2 of list 0, ...
-    #    A list of weight 0 is skipped entirely, and only the first `window` items are read.
-    #    A key's position in `found` (a dict keeps insertion order) is its first appearance.
+    found: dict
+    read: list
+    n_read: dict
+
+
+def _scan(lists: list, f: Fusion, weights: list, is_hole: Callable[[Any], bool]) -> _Scan:
+    """Rank 1 of list 0, rank 1 of list 1, ..., rank 2 of list 0, ...: a list of weight 0 is not
+    read at all, only the first ``window`` items are; ranks are positions in the list as given
+    (skipping a hole or a repeat never shifts them). Dict semantics: 1 == 1.0 == True."""
     read = [i for i in range(len(lists)) if weights[i] != 0]
     depth = max((len(lists[i]) for i in read), default=0)
-    if o.window is not None:
-        depth = min(depth, o.window)
+    if f.window is not None:
+        depth = min(depth, f.window)
     found: dict = {}  # key -> [first key object met, [(list index, rank), ...] counted]
     n_read = dict.fromkeys(read, 0)  # items read per list (holes not counted)
     for position in range(depth):
-        rank = position + 1  # ranks are positions in the list as given: skipping never shifts them
+        rank = position + 1
         for i in read:
             if position >= len(lists[i]):
                 continue
@@ -757,317 +929,301 @@ def _fuse(lists: list, o: _Options, raw_scores: list, trace: bool, is_hole=None)
                 continue
             n_read[i] += 1
             if not isinstance(key, Hashable):
-                raise TypeError(f"lists[{i}][{position}] is not hashable: {key!r}")
-            entry = found.setdefault(key, [key, []])  # dict semantics: 1 == 1.0 == True
-            if o.duplicates != "sum" and any(list_index == i for list_index, _ in entry[1]):
-                if o.duplicates == "error":
-                    raise ValueError(f"lists[{i}] has the key {key!r} more than once (rank {rank})")
+                raise _bad_type(
+                    f"lists[{i}][{position}]", f"lists[{i}][{position}] is not hashable: {key!r}"
+                )
+            entry = found.setdefault(key, [key, []])
+            if f.duplicates != "sum" and any(list_index == i for list_index, _ in entry[1]):
+                if f.duplicates == "error":
+                    raise FusionError(
+                        f"lists[{i}] has the key {{key}} more than once (rank {rank})",
+                        list=i,
+                        rank=rank,
+                        key=key,
+                    )
                 continue  # "first": only the best (first) occurrence counts
             entry[1].append((i, rank))
-    n_keys = len(found)
+    return _Scan(found, read, n_read)
 
-    # 3. Score-based methods: each list's normalisation, over the raw scores of its counted items
-    #    in list order (negated first when the list is lower-is-better).
-    def raw(i, rank):
-        return raw_scores[i][rank - 1] if raw_scores[i] is not None else None
 
-    def sign(i):
-        return -1.0 if o.lower_is_better is not None and o.lower_is_better[i] else 1.0
+# --- 2. The normalisations (score-based methods) --------------------------------------------
 
-    normalized = {}  # list index -> raw score -> normalised value
-    if METHODS[method].kind == "score" and o.norm not in RANK_NORMS:
-        for i in read:
-            counted = sorted(
-                r for _, occurrences in found.values() for j, r in occurrences if j == i
+
+def _normalizer(norm: str, values: list, i: int) -> Callable[[float], float]:
+    """The normalisation of list ``i``: ``values`` are the raw scores of its counted items, in
+    list order (already negated for a lower-is-better list). Returns raw score -> normalised
+    value. A statistic that overflows a float is an error naming the list."""
+    n = len(values)
+    low, high = min(values), max(values)
+
+    def finite(statistic: float, what: str) -> float:
+        if not math.isfinite(statistic):
+            raise FusionError(
+                f"norm={norm!r} cannot normalise scores[{i}]: {what} overflows a float",
+                argument="scores",
+                list=i,
             )
-            if counted:
-                normalized[i] = _normalizer(o.norm, [sign(i) * raw(i, r) for r in counted])
+        return statistic
 
-    def value(key, i, rank):
-        """The normalised value of the key's occurrence at `rank` of list i; rank 0 (the key is
-        not in list i): borda's unranked value, else 0.0 (what arithmetic_mean counts)."""
-        if o.norm == "borda":
+    if norm == "none":
+        return lambda s: s
+    if norm == "min-max":  # an all-equal (or one-item) list: every item is the best, 1.0
+        if high == low:
+            return lambda s: 1.0
+        span = finite(high - low, "the span of its scores (max - min)")
+        return lambda s: (s - low) / span
+    if norm == "max":
+        if high < 0:
+            raise FusionError(
+                f"norm='max' needs a list's largest score to be >= 0, got {high!r} "
+                "(use 'min-max' for negative scores)",
+                argument="norm",
+            )
+        return (lambda s: 0.0) if high == 0 else (lambda s: s / high)
+    if norm == "sum":  # a share of the total above the minimum; equal shares when all equal
+        total = finite(
+            canonical_sum(v - low for v in values), "the sum of its scores above the min"
+        )
+        return (lambda s: 1.0 / n) if total == 0 else (lambda s: (s - low) / total)
+    if norm == "z-score":  # population standard deviation; a constant list: all 0.0
+        if high == low:
+            return lambda s: 0.0
+        mean = finite(canonical_sum(values) / n, "the sum of its scores (for their mean)")
+        sd = finite(_root_sum_squares([v - mean for v in values], n), "their standard deviation")
+        return (lambda s: 0.0) if sd == 0 else (lambda s: (s - mean) / sd)
+    if norm == "l2":
+        length = finite(_root_sum_squares(values, 1), "the length (l2 norm) of its scores")
+        return (lambda s: 0.0) if length == 0 else (lambda s: s / length)
+    assert norm == "dbsf", norm  # Qdrant's: Welford's mean and sample variance, mean -/+ 3 sd
+    if n == 1:
+        return lambda s: 0.5
+    mean, m2 = 0.0, 0.0
+    for count, v in enumerate(values, 1):
+        delta = v - mean
+        mean += delta / count
+        m2 += delta * (v - mean)
+    # Scores spanning the float range overflow m2 to -inf: the sd is then nan.
+    sd = math.sqrt(m2 / (n - 1)) if m2 >= 0 else math.nan
+    low, high = mean - 3 * sd, mean + 3 * sd
+    if low == high:
+        return lambda s: 0.5
+    span = finite(high - low, "the span of mean -/+ 3 sd of its scores")
+    return lambda s: (s - low) / span
+
+
+class _Values:
+    """The value of each occurrence: the normalised raw score (score norms, each list over the
+    raw scores of its counted items in list order, negated first when lower-is-better), the rank
+    or borda normalisation, or BordaFuse's points. ``of(key, i, rank)``; rank 0: the key is not in
+    list i (borda's unranked value, BordaFuse's unranked points, else 0.0)."""
+
+    def __init__(self, scan: _Scan, f: Fusion, raw_scores: list) -> None:
+        self.scan, self.f, self.raw_scores = scan, f, raw_scores
+        self.norm, self.n_keys = f.norm_in_effect, len(scan.found)
+        self.normalizers = {}
+        if f.reads_scores:
+            for i in scan.read:
+                counted = sorted(r for _, occ in scan.found.values() for j, r in occ if j == i)
+                if counted:
+                    self.normalizers[i] = _normalizer(
+                        self.norm, [self.sign(i) * self.raw(i, r) for r in counted], i
+                    )
+
+    def raw(self, i: int, rank: int) -> Optional[float]:
+        return self.raw_scores[i][rank - 1] if self.raw_scores[i] is not None else None
+
+    def sign(self, i: int) -> float:
+        return -1.0 if self.f.lower_is_better is not None and self.f.lower_is_better[i] else 1.0
+
+    def of(self, key: Any, i: int, rank: int) -> Optional[float]:
+        n_keys, n_read = self.n_keys, self.scan.n_read
+        if METHODS[self.f.method].term == "points":  # ranx's: |C| - rank + 1; unranked, the mean
+            return float(n_keys - rank + 1) if rank else (n_keys - n_read[i] + 1) / 2
+        if METHODS[self.f.method].kind == "rank":
+            return None
+        if self.norm == "borda":
             v = 1 - (rank - 1) / n_keys if rank else 0.5 - (n_read[i] - 1) / (2 * n_keys)
         elif rank == 0:
             v = 0.0
-        elif o.norm == "rank":
+        elif self.norm == "rank":
             v = 1 - (rank - 1) / n_read[i]
         else:
-            v = normalized[i](sign(i) * raw(i, rank))
+            v = self.normalizers[i](self.sign(i) * self.raw(i, rank))
         if not math.isfinite(v):
-            raise ValueError(
-                f"the normalized score of key {key!r} in lists[{i}] is not finite ({v})"
+            raise FusionError(
+                f"the normalized score of key {{key}} in lists[{i}] is not finite ({v})",
+                list=i,
+                key=key,
             )
         return v
 
-    # 4. Each key's contributions and score, as its method defines them.
-    scored = []  # [key, score, contributions, factor, divisor]
-    for key, occurrences in found.values():
-        present = sorted({i for i, _ in occurrences})
-        filled = o.norm == "borda" or method in ("bordafuse", "arithmetic_mean")
-        if filled:  # every list read gives the key a value, as the unranked / a zero
-            occurrences = occurrences + [(i, 0) for i in read if i not in present]
-            present = read if o.norm == "borda" else present
-        contributions = []
-        for i, rank in sorted(occurrences):
-            w = weights[i]
-            v = None
-            if method == "rrf":
-                c = w / (o.k + rank)
-            elif method == "rbc":
-                c = w * ((1 - o.phi) * _power(o.phi, rank - 1))
-            elif method in ("isr", "log_isr", "logn_isr"):
-                c = 1 / (rank * rank)
-            elif method == "bordafuse":  # ranx's points: |C| - rank + 1; unranked, the mean left
-                v = float(n_keys - rank + 1) if rank else (n_keys - n_read[i] + 1) / 2
-                c = w * v
-            elif method == "condorcet":
-                c = w  # the list's vote
-            else:
-                v = value(key, i, rank)
-                if method in ("wsum", "mixed", "relative_score", "arithmetic_mean"):
-                    c = w * v
-                elif method == "geometric_mean":
-                    c = w * math.log(v) if v > 0 else 0.0
-                elif method == "harmonic_mean":
-                    c = w / v if v > 0 else 0.0
-                else:
-                    c = v
-            contributions.append(Contribution(i, rank, w, c, raw(i, rank) if rank else None, v))
-        total = canonical_sum(c.contribution for c in contributions)
-        p, factor, divisor = len(present), None, None
-        values = [c.normalized for c in contributions]
-        if method == "mnz" or method == "isr":
-            factor = float(p)
-        elif method == "anz":
-            divisor = float(p)
-        elif method == "gmnz":
-            factor = _ieee(pow, float(p), o.gamma)
-        elif method == "wmnz":
-            factor = canonical_sum(weights[i] for i in present)
-        elif method == "mixed":
-            factor = math.sqrt(p)
-        elif method == "log_isr":
-            factor = math.log(p)
-        elif method == "logn_isr":
-            factor = math.log(p + o.sigma)
-        # max, min and med: a zero is +0.0 (Python's max of 0.0 and -0.0 is whichever comes
-        # first, which would make the sign depend on the order of the lists).
-        if method == "max":
-            score = max(values) + 0.0
-        elif method == "min":
-            score = min(values) + 0.0
-        elif method == "med":
-            score = _median(values) + 0.0
-        elif method == "arithmetic_mean":  # negative values are skipped, zeros (and misses) kept
-            kept = [c for c in contributions if c.normalized >= 0]
-            divisor = canonical_sum(c.weight for c in kept)
-            score = 0.0 if divisor == 0 else canonical_sum(c.contribution for c in kept) / divisor
-        elif method == "geometric_mean":  # values <= 0 are skipped
-            kept = [c for c in contributions if c.normalized > 0]
-            divisor = canonical_sum(c.weight for c in kept)
-            score = 0.0 if not kept else _ieee(math.exp, total / divisor)
-        elif method == "harmonic_mean":  # values <= 0 are skipped
-            kept = [c for c in contributions if c.normalized > 0]
-            divisor = canonical_sum(c.contribution for c in kept)
-            if not kept:
-                score = 0.0
-            elif divisor == 0:  # every w / v underflowed to 0.0: inf, as IEEE-754 divides
-                score = math.inf
-            else:
-                score = canonical_sum(c.weight for c in kept) / divisor
-        elif method == "condorcet":
-            score = 0.0  # its wins, counted below once every key is scored
-        elif factor is not None:
-            score = total * factor
-        elif divisor is not None:
-            score = total / divisor
-        else:
-            score = total
+
+# --- 3. Each key's score ----------------------------------------------------------------------
+
+
+def _contributions(key: Any, occurrences: list, values: _Values, weights: list):
+    """The key's contributions, ordered by list then rank (a list that does not hold it but fills
+    gives rank 0), and the lists holding it (every list read, with the borda norm)."""
+    f, scan = values.f, values.scan
+    m = METHODS[f.method]
+    present = sorted({i for i, _ in occurrences})
+    if m.fills or values.norm == "borda":
+        occurrences = occurrences + [(i, 0) for i in scan.read if i not in present]
+        present = scan.read if values.norm == "borda" else present
+    contributions = []
+    for i, rank in sorted(occurrences):
+        w, v = weights[i], values.of(key, i, rank)
+        c = TERMS[m.term](w, v, rank, f)
+        score = values.raw(i, rank) if rank else None
+        contributions.append(Contribution(i, rank, w, c, score, v))
+    return contributions, present
+
+
+def _kept(contributions: list, keep: Callable[[float], bool]) -> list:
+    return [c for c in contributions if keep(c.normalized)]
+
+
+def _combine(m: Method, contributions: list, present: list, weights: list, f: Fusion):
+    """A key's (score, factor, divisor) from its contributions, as its method combines them."""
+    total = canonical_sum(c.contribution for c in contributions)
+    values = [c.normalized for c in contributions]
+    if m.combine == "sum":
+        return total, None, None
+    if m.combine == "times":
+        factor = FACTORS[m.factor](present, weights, f)
+        return total * factor, factor, None
+    if m.combine == "per_list":
+        return total / len(present), None, float(len(present))
+    # max, min and med: a zero is +0.0 (Python's max of 0.0 and -0.0 is whichever comes first,
+    # which would make the sign depend on the order of the lists).
+    if m.combine in ("max", "min", "median"):
+        pick = {"max": max, "min": min, "median": _median}[m.combine]
+        return pick(values) + 0.0, None, None
+    if m.combine == "arithmetic_mean":  # negative values skipped, zeros (and misses) kept
+        kept = _kept(contributions, lambda v: v >= 0)
+        divisor = canonical_sum(c.weight for c in kept)
+        score = 0.0 if divisor == 0 else canonical_sum(c.contribution for c in kept) / divisor
+        return score, None, divisor
+    if m.combine == "geometric_mean":  # values <= 0 skipped
+        kept = _kept(contributions, lambda v: v > 0)
+        divisor = canonical_sum(c.weight for c in kept)
+        return (0.0 if not kept else _ieee(math.exp, total / divisor)), None, divisor
+    if m.combine == "harmonic_mean":  # values <= 0 skipped
+        kept = _kept(contributions, lambda v: v > 0)
+        divisor = canonical_sum(c.contribution for c in kept)
+        if not kept:
+            return 0.0, None, divisor
+        # every w / v underflowed to 0.0: inf, as IEEE-754 divides
+        score = canonical_sum(c.weight for c in kept) / divisor if divisor != 0 else math.inf
+        return score, None, divisor
+    assert m.combine == "copeland"
+    return 0.0, None, None  # its wins, counted once every key is scored
+
+
+def _copeland(scored: list, scan: _Scan, weights: list) -> None:
+    """Condorcet: each key's score is one plus the number of keys it beats (more list weight ranks
+    it ahead than behind; a list holding neither abstains; each side's weights a canonical sum)."""
+    best = [{i: min(r for j, r in occ if j == i) for i, _ in occ} for _, occ in scan.found.values()]
+    for x, entry in enumerate(scored):
+        wins = 0
+        for y in range(len(scored)):
+            if y == x:
+                continue
+            ahead, behind = [], []
+            for i in scan.read:
+                rx, ry = best[x].get(i), best[y].get(i)
+                if rx is not None and (ry is None or rx < ry):
+                    ahead.append(weights[i])
+                elif ry is not None and (rx is None or ry < rx):
+                    behind.append(weights[i])
+            wins += canonical_sum(ahead) > canonical_sum(behind)
+        entry[1] = 1.0 + wins
+
+
+def _not_finite(f: Fusion, score: float, stage: str) -> FusionError:
+    if stage == "fused" and f.method == "rrf":
+        message = f"the score of key {{key}} is not finite ({score}): weights too large"
+    else:
+        message = f"the {stage} score of key {{key}} is not finite ({score})"
+    return FusionError(message)
+
+
+def _score(scan: _Scan, f: Fusion, weights: list, raw_scores: list) -> list:
+    """Per key, in order of first appearance, [key, score, contributions, factor, divisor]."""
+    m = METHODS[f.method]
+    values = _Values(scan, f, raw_scores)
+    scored = []
+    for key, occurrences in scan.found.values():
+        contributions, present = _contributions(key, occurrences, values, weights)
+        score, factor, divisor = _combine(m, contributions, present, weights, f)
         if not math.isfinite(score):
-            if method == "rrf":
-                raise ValueError(
-                    f"the score of key {key!r} is not finite ({score}): weights too large"
-                )
-            raise ValueError(f"the fused score of key {key!r} is not finite ({score})")
+            raise _not_finite(f, score, "fused").located(key=key)
         scored.append([key, score, contributions, factor, divisor])
+    if m.combine == "copeland":
+        _copeland(scored, scan, weights)
+    return scored
 
-    # Condorcet: the number of keys each key beats (more list weight ranks it ahead than behind;
-    # a list holding neither abstains), plus one: |C| for a key that beats every other.
-    if method == "condorcet":
-        rank_in = [{i: min(r for j, r in found_entry if j == i) for i, _ in found_entry}
-                   for found_entry in (occ for _, occ in found.values())]  # fmt: skip
-        for x, entry in enumerate(scored):
-            wins = 0
-            for y in range(n_keys):
-                if y == x:
-                    continue
-                ahead, behind = [], []
-                for i in read:
-                    rx, ry = rank_in[x].get(i), rank_in[y].get(i)
-                    if rx is not None and (ry is None or rx < ry):
-                        ahead.append(weights[i])
-                    elif ry is not None and (rx is None or ry < rx):
-                        behind.append(weights[i])
-                wins += canonical_sum(ahead) > canonical_sum(behind)
-            entry[1] = 1.0 + wins
 
-    # 5. normalize=True (RRF): the hit shows sum / best_possible, but the order below still uses
-    #    the sum itself, so normalising never reorders hits (two sums can round to one quotient).
-    hits = []  # (order value, Hit)
-    boost = o.boost or {}
+# --- 4. normalize, the boost, the order, the page --------------------------------------------
+
+
+def _sorted_by_key(tied: Iterable[tuple]) -> list:
+    """Tied (sum, Hit) pairs by key, ascending. Only tied keys are ever compared."""
+    try:
+        return sorted(tied, key=lambda pair: pair[1].key)
+    except TypeError as e:
+        raise FusionTypeError(
+            f"tie_break='key': tied keys cannot be compared ({e})", argument="tie_break"
+        ) from e
+
+
+def _hits(scored: list, f: Fusion, weights: list, boost: Optional[dict], trace: bool) -> list:
+    """(order value, Hit) per key: normalize=True divides the score but the order still uses the
+    sum (two sums can round to one quotient); the boost adds w * (v - min) / (max - min), min and
+    max over the fused keys that have a value (a span of 0 adds 0)."""
+    best_possible = _best_possible(weights, f.k) if f.normalize else None
+    boost = boost or {}
     valued = [boost[entry[0]] for entry in scored if entry[0] in boost]
     low, high = (min(valued), max(valued)) if valued else (0.0, 0.0)
+    hits = []
     for key, total, contributions, factor, divisor in scored:
         score = total
-        if o.normalize:
-            score = total / o.best_possible
+        if best_possible is not None:
+            score = total / best_possible
             if not math.isfinite(score):
-                raise ValueError(f"the normalized score of key {key!r} is not finite ({score})")
+                raise _not_finite(f, score, "normalized").located(key=key)
         added = None
-        if o.boost is not None and key in boost:  # 6. the boost: w * (v - min) / (max - min)
-            added = o.boost_weight * ((boost[key] - low) / (high - low)) if high > low else 0.0
+        if key in boost:
+            added = f.boost_weight * ((boost[key] - low) / (high - low)) if high > low else 0.0
             score = total = score + added
             if not math.isfinite(score):
-                raise ValueError(f"the boosted score of key {key!r} is not finite ({score})")
+                raise _not_finite(f, score, "boosted").located(key=key)
         details = (tuple(contributions), factor, divisor, added) if trace else ()
         hits.append((total, Hit(key, score, *details)))
+    return hits
 
-    # 7. min_score drops hits below it (compared with the score as returned); then the order: sum
-    #    descending (Python's sort is stable, so tied hits stay in first-appearance order; with
-    #    tie_break="key" each group of tied sums is sorted by key, ascending); then the page.
-    if o.min_score is not None:
-        hits = [(total, h) for total, h in hits if h.score >= o.min_score]
+
+def _fuse(lists: list, f: Fusion, weights: list, raw_scores: list, boost: Optional[dict],
+          trace: Optional[bool] = None, is_hole: Callable[[Any], bool] = lambda item: False):  # fmt: skip
+    """The fusion of checked inputs: scan, score, normalize and boost, then ``min_score`` (on the
+    score as returned), the order (sum descending; Python's sort is stable, so tied hits stay in
+    first-appearance order; with tie_break="key" each group of tied sums is sorted by key), then
+    the page. ``is_hole(item)`` marks items that are not keys (a batch's pads)."""
+    scan = _scan(lists, f, weights, is_hole)
+    scored = _score(scan, f, weights, raw_scores)
+    hits = _hits(scored, f, weights, boost, f.trace if trace is None else trace)
+    if f.min_score is not None:
+        hits = [(total, h) for total, h in hits if h.score >= f.min_score]
     hits.sort(key=lambda pair: -pair[0])
-    if o.tie_break == "key":
+    if f.tie_break == "key":
         groups = itertools.groupby(hits, key=lambda pair: pair[0])
         hits = [pair for _, group in groups for pair in _sorted_by_key(group)]
-    end = None if o.limit is None else o.offset + o.limit
-    return [h for _, h in hits[o.offset : end]]
+    end = None if f.limit is None else f.offset + f.limit
+    return [h for _, h in hits[f.offset : end]]
 
 
-def rrf_batch(
-    lists: Iterable[Any],
-    *,
-    pad: int = -1,
-    k: float = 60,
-    weights: Sequence[float] | None = None,
-    window: int | None = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: int | None = None,
-    min_score: float | None = None,
-    normalize: bool = False,
-    trace: bool = False,
-    threads: int | None = None,
-) -> BatchResult:
-    """RRF of Q queries at once: row q of the result is ``rrf`` of row q of every list.
-
-    Each list is a 2-D integer array (Q, N_i); an entry equal to ``pad`` is skipped without
-    shifting ranks. Width W: with limit=None the largest count of any row; with a limit,
-    min(limit, cap) where cap = sum of min(N_i, window) over the lists of non-zero weight (the most
-    keys a row can hold). An error in row q is raised as "row q: <rrf's message>", the first row
-    in order that has one. ``threads`` only bounds the parallelism of the core; here it is checked.
-    """
-    arrays = _id_matrices(lists, "lists")
-    pad = _int64(pad, "pad")
-    o = _options(
-        len(arrays), k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
-    )
-    trace = _flag(trace, "trace")
-    if threads is not None:
-        _integer(threads, "threads", 1)
-    return _batch(arrays, [None] * len(arrays), pad, o, trace, with_normalized=False)
-
-
-def fuse_batch(
-    ids: Iterable[Any],
-    scores: Optional[Iterable[Any]] = None,
-    *,
-    pad: int = -1,
-    method: str = "rrf",
-    norm: Optional[str] = None,
-    k: float = K_DEFAULT,
-    weights: Sequence[float] | None = None,
-    window: int | None = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: int | None = None,
-    min_score: float | None = None,
-    normalize: bool = False,
-    lower_is_better: Optional[Sequence[bool]] = None,
-    phi: Optional[float] = None,
-    gamma: Optional[float] = None,
-    sigma: Optional[float] = None,
-    boost: Optional[Mapping] = None,
-    boost_weight: Optional[float] = None,
-    trace: bool = False,
-    threads: int | None = None,
-) -> BatchResult:
-    """``fuse`` of Q queries at once: row q of the result is ``fuse`` of row q of every list.
-
-    ``ids`` as rrf_batch's lists; ``scores`` None, or per list None or a (Q, N_i) real array
-    aligned with ``ids`` (the score of a pad is never read). The result as rrf_batch's; with
-    ``trace=True`` also ``normalized`` (Q, W, L): the normalised value of the hit's best
-    occurrence in list l, 0.0 where absent.
-    """
-    import numpy as np
-
-    arrays = _id_matrices(ids, "ids")
-    n = len(arrays)
-    score_arrays: list = [None] * n
-    if scores is not None:
-        scores = _as_list(scores, "scores")
-        if len(scores) != n:
-            raise ValueError(f"scores has {len(scores)} entries for {n} lists")
-        for i, s in enumerate(scores):
-            if s is not None:
-                s = _matrix(s, f"scores[{i}]", "iuf", "a real array (integer or float dtype)")
-                if s.shape != arrays[i].shape:
-                    raise ValueError(
-                        f"scores[{i}] has shape {s.shape} but ids[{i}] has shape {arrays[i].shape}"
-                    )
-                score_arrays[i] = s.astype(np.float64)
-    pad = _int64(pad, "pad")
-    o = _options(
-        n, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize,
-        method, norm,
-    )  # fmt: skip
-    if _reads_scores(o):
-        for i in range(n):
-            if o.weights[i] != 0 and score_arrays[i] is None:
-                raise ValueError(
-                    f"method {o.method!r} with norm {o.norm!r} needs scores for every list: "
-                    f"scores[{i}] is missing"
-                )
-    o = _method_options(o, n, lower_is_better, phi, gamma, sigma, boost, boost_weight)
-    for key in o.boost or {}:  # the rows hold int ids: a boost's key is one
-        if isinstance(key, bool) or not hasattr(type(key), "__index__"):
-            raise TypeError(f"boost's keys must be ids (ints), got {type(key).__name__} {key!r}")
-    trace = _flag(trace, "trace")
-    if threads is not None:
-        _integer(threads, "threads", 1)
-    return _batch(arrays, score_arrays, pad, o, trace, with_normalized=True)
-
-
-def _id_matrices(lists: Any, name: str) -> list:
-    arrays = []
-    for i, value in enumerate(_as_list(lists, name)):
-        array = _id_matrix(value, f"{name}[{i}]")
-        if arrays and array.shape[0] != arrays[0].shape[0]:
-            raise ValueError(
-                f"{name}[{i}] has {array.shape[0]} rows (queries), "
-                f"{name}[0] has {arrays[0].shape[0]}"
-            )
-        arrays.append(array)
-    return arrays
-
-
-def _batch(arrays, score_arrays, pad, o: _Options, trace: bool, with_normalized: bool):
-    """Every row on its own, in order, as ``fuse`` with pads for holes; the first error wins."""
-    import numpy as np
+def _batch(arrays, score_arrays, pad, f: Fusion, weights, boost, with_normalized: bool):
+    """Every row on its own, in order, as a call with pads for holes; the first error wins."""
 
     n = len(arrays)
     n_queries = arrays[0].shape[0] if arrays else 0
@@ -1081,19 +1237,24 @@ def _batch(arrays, score_arrays, pad, o: _Options, trace: bool, with_normalized:
                     raw[i] = s[q].tolist()
                     for j, x in enumerate(raw[i]):  # the score of a pad is never read
                         if rows[i][j] != pad:
-                            _raw_score(x, f"scores[{i}][{j}]", o)
-            pages.append(_fuse(rows, o, raw, True, is_hole=lambda x: x == pad))
-        except ValueError as e:
-            raise ValueError(f"row {q}: {e}") from None
+                            _raw_score(x, f"scores[{i}][{j}]", f)
+            pages.append(_fuse(rows, f, weights, raw, boost, True, lambda x: x == pad))
+        except (FusionError, FusionTypeError) as e:
+            raise e.located(row=q) from None
+    return _batch_result(pages, arrays, pad, f, weights, with_normalized)
 
-    # The arrays.
-    if o.limit is None:
+
+def _batch_result(pages, arrays, pad, f: Fusion, weights, with_normalized: bool):
+    """The pages as padded arrays. Width W: with limit=None the largest count of any row; with a
+    limit, min(limit, cap), cap = sum of min(N_i, window) over the lists of non-zero weight."""
+    import numpy as np
+
+    n, n_queries, trace = len(arrays), len(pages), f.trace
+    if f.limit is None:
         width = max((len(p) for p in pages), default=0)
     else:
-        cap = sum(
-            min(a.shape[1], o.window or a.shape[1]) for a, w in zip(arrays, o.weights) if w != 0
-        )
-        width = min(o.limit, cap)
+        cap = sum(min(a.shape[1], f.window or a.shape[1]) for a, w in zip(arrays, weights) if w)
+        width = min(f.limit, cap)
     ids = np.full((n_queries, width), pad, dtype=np.int64)
     scores = np.full((n_queries, width), np.nan, dtype=np.float64)
     counts = np.array([len(p) for p in pages], dtype=np.int64)
@@ -1103,78 +1264,17 @@ def _batch(arrays, score_arrays, pad, o: _Options, trace: bool, with_normalized:
     normalized = np.zeros(shape, dtype=np.float64) if trace and with_normalized else None
     for q, page in enumerate(pages):
         for j, hit in enumerate(page):
-            ids[q, j] = hit.key
-            scores[q, j] = hit.score
-            if trace:
-                for i in range(n):
-                    mine = [c for c in hit.contributions if c.list_index == i]
-                    if mine:
-                        ranks[q, j, i] = mine[0].rank  # the first counted = the best rank
-                        contributions[q, j, i] = canonical_sum(c.contribution for c in mine)
-                        if normalized is not None and mine[0].normalized is not None:
-                            normalized[q, j, i] = mine[0].normalized
+            ids[q, j], scores[q, j] = hit.key, hit.score
+            for i in range(n) if trace else ():
+                mine = [c for c in hit.contributions if c.list_index == i]
+                if mine:
+                    ranks[q, j, i] = mine[0].rank  # the first counted = the best rank
+                    contributions[q, j, i] = canonical_sum(c.contribution for c in mine)
+                    if normalized is not None and mine[0].normalized is not None:
+                        normalized[q, j, i] = mine[0].normalized
     if with_normalized:
         return BatchResult(ids, scores, counts, ranks, contributions, normalized)
     return BatchResult(ids, scores, counts, ranks, contributions)
-
-
-def rrf_many(
-    queries: Iterable[Iterable[Iterable[Hashable]]],
-    *,
-    k: float = 60,
-    weights: Sequence[float] | None = None,
-    window: int | None = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: int | None = None,
-    min_score: float | None = None,
-    normalize: bool = False,
-    scores: Sequence[Any] | None = None,
-    trace: bool = False,
-    threads: int | None = None,
-) -> list:
-    """``[rrf(lists, **kwargs) for lists in queries]``, with the keyword arguments checked once.
-
-    ``weights`` applies to every query (one per list: a query with another number of lists is a
-    ValueError); ``scores``, when given, holds one entry per query, passed as that query's
-    ``scores``. A TypeError/ValueError of query q reads "queries[q]: <rrf's message>"; exceptions
-    raised by the keys themselves (their __hash__ or __eq__) propagate unchanged.
-    """
-    queries = _as_list(queries, "queries")
-    o = _options(
-        None, k, weights, window, duplicates, tie_break, offset, limit, min_score, normalize
-    )
-    if scores is not None:
-        scores = _as_list(scores, "scores")
-        if len(scores) != len(queries):
-            raise ValueError(f"scores has {len(scores)} entries for {len(queries)} queries")
-    trace = _flag(trace, "trace")
-    if threads is not None:
-        _integer(threads, "threads", 1)
-    results = []
-    for q, lists in enumerate(queries):
-        try:
-            hits = rrf(
-                lists,
-                k=o.k,
-                weights=o.weights,
-                window=o.window,
-                duplicates=o.duplicates,
-                tie_break=o.tie_break,
-                offset=o.offset,
-                limit=o.limit,
-                min_score=o.min_score,
-                normalize=o.normalize,
-                scores=None if scores is None else scores[q],
-                trace=trace,
-            )
-        except (TypeError, ValueError) as e:
-            if type(e) not in (TypeError, ValueError):
-                raise  # raised by a key (or a list's iterator): unchanged
-            raise type(e)(f"queries[{q}]: {e}") from None
-        results.append(hits)
-    return results
 
 
 # === Candidate revalidation =======================================================================
@@ -1214,27 +1314,31 @@ def revalidate(
     """
     # 1. Arguments, in signature order.
     if isinstance(candidates, Mapping):
-        raise TypeError(
+        raise _bad_type(
+            "candidates",
             "candidates must be an iterable of (id, score) pairs, not a mapping "
-            f"({type(candidates).__name__}): pass mapping.items()"
+            f"({type(candidates).__name__}): pass mapping.items()",
         )
     ids, scores = [], []
     for i, candidate in enumerate(_as_list(candidates, "candidates")):
         id, score = _pair(candidate, f"candidates[{i}]")
         if not isinstance(id, Hashable):
-            raise TypeError(f"candidates[{i}][0] is not hashable: {id!r}")
+            raise _bad_type(f"candidates[{i}][0]", f"candidates[{i}][0] is not hashable: {id!r}")
         ids.append(id)
         scores.append(_real(score, f"candidates[{i}][1]", finite=False))  # carried, never compared
     get = getattr(lookup, "get", None)
     if not callable(get):
-        raise TypeError(
-            f"lookup must have a get(id) method (or be a Mapping), got {type(lookup).__name__}"
+        raise _bad_type(
+            "lookup",
+            f"lookup must have a get(id) method (or be a Mapping), got {type(lookup).__name__}",
         )
     get_many = getattr(lookup, "get_many", None)
     if get_many is not None and not callable(get_many):
-        raise TypeError(f"lookup.get_many must be callable, got {type(get_many).__name__}")
+        raise _bad_type(
+            "lookup.get_many", f"lookup.get_many must be callable, got {type(get_many).__name__}"
+        )
     if where is not None and not callable(where):
-        raise TypeError(f"where must be callable or None, got {type(where).__name__} {where!r}")
+        raise _bad_type("where", f"where must be callable or None, got {_describe(where)}")
     if limit is not None:
         limit = _integer(limit, "limit", 0)
 
@@ -1253,9 +1357,10 @@ def revalidate(
             pass
         else:
             if not isinstance(found, Mapping):
-                raise TypeError(
+                raise _bad_type(
+                    "lookup.get_many",
                     "lookup.get_many must return a mapping id -> record or None, "
-                    f"got {type(found).__name__}"
+                    f"got {type(found).__name__}",
                 )
             record_of = {u: found.get(u) for u in unique}  # ids nobody asked for are ignored
 
@@ -1296,19 +1401,19 @@ def revalidate_batch(
     # 1. Arguments, in signature order.
     ids = _matrix(ids, "ids", "iu", "an integer array (an integer dtype that fits in int64)")
     if ids.dtype == np.uint64 and ids.size and ids.max() > 2**63 - 1:
-        raise ValueError(f"ids must fit in int64, got {ids.max()!r}")
+        raise _bad_value("ids", f"ids must fit in int64, got {ids.max()!r}")
     scores = _matrix(scores, "scores", "iuf", "a real array (integer or float dtype)")
     if scores.shape != ids.shape:
-        raise ValueError(f"scores has shape {scores.shape} but ids has shape {ids.shape}")
+        raise _bad_value("scores", f"scores has shape {scores.shape} but ids has shape {ids.shape}")
     if not callable(is_live):
-        raise TypeError(f"is_live must be callable, got {type(is_live).__name__} {is_live!r}")
+        raise _bad_type("is_live", f"is_live must be callable, got {_describe(is_live)}")
     if limit is not None:
         limit = _integer(limit, "limit", 0)
     if isinstance(pad, bool) or not hasattr(type(pad), "__index__"):
-        raise TypeError(f"pad must be an int, got {type(pad).__name__} {pad!r}")
+        raise _bad_type("pad", f"pad must be an int, got {_describe(pad)}")
     pad = operator.index(pad)
     if not -(2**63) <= pad < 2**63:
-        raise ValueError(f"pad must fit in int64, got {pad}")
+        raise _bad_value("pad", f"pad must fit in int64, got {pad}")
     rows = ids.astype(np.int64).tolist()
     score_rows = scores.astype(np.float64).tolist()
 
@@ -1319,10 +1424,13 @@ def revalidate_batch(
     if unique and limit != 0:
         answer = np.asarray(is_live(np.array(unique, dtype=np.int64)))
         if answer.dtype != np.bool_:
-            raise TypeError(f"is_live must return a boolean array, got dtype {answer.dtype}")
+            raise _bad_type(
+                "is_live", f"is_live must return a boolean array, got dtype {answer.dtype}"
+            )
         if answer.shape != (len(unique),):
-            raise ValueError(
-                f"is_live must return one bool per id ({len(unique)}), got shape {answer.shape}"
+            raise _bad_value(
+                "is_live",
+                f"is_live must return one bool per id ({len(unique)}), got shape {answer.shape}",
             )
         alive = {x for x, ok in zip(unique, answer.tolist()) if ok}
 

@@ -158,8 +158,7 @@ def _flags(text: str) -> List[bool]:
 
 
 def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
-    from ._core import _METHODS as METHODS
-    from ._core import _NORMS as NORMS
+    from ._core import METHODS, NORMS
 
     parser.add_argument(
         "runs",
@@ -390,8 +389,7 @@ def _grid_option(text: str) -> Tuple[str, Optional[List[Any]]]:
 
 
 def _add_optimize_options(parser: argparse.ArgumentParser) -> None:
-    from ._core import _METHODS as METHODS
-    from ._core import _NORMS as NORMS
+    from ._core import METHODS, NORMS
 
     parser.add_argument(
         "runs",
@@ -628,33 +626,25 @@ _OPTION_NAMES = {
     "phi": "--phi",
     "gamma": "--gamma",
     "sigma": "--sigma",
+    "window": "--window",
+    "limit": "--limit",
+    "duplicates": "--duplicates",
+    "method": "--method",
 }
 
 
-def _check_fusion(args: argparse.Namespace) -> None:
-    """The fusion options, checked as ``rankfusion.fuse`` checks them (on one empty query):
-    a usage error (exit 2) before anything is read."""
-    from . import fuse
+def _check_fusion(args: argparse.Namespace) -> Any:
+    """The fusion of the options, checked once (and against the number of runs): a usage error
+    (exit 2) naming the option before anything is read."""
+    from . import Fusion, FusionError, FusionTypeError
 
-    n = len(args.runs)
-    for name in ("weights", "lower_is_better"):
-        values = getattr(args, name)
-        if values is not None and len(values) != n:
-            option = _OPTION_NAMES.get(name, f"--{name}")
-            raise UsageError(f"{option} has {len(values)} values for {n} runs")
-    options = _fusion_options(args)
-    if options.get("k") is None:
-        options.pop("k")
     try:
-        fuse([[]] * n, scores=[[]] * n, **options)
-    except (ValueError, TypeError) as e:
-        message = str(e)
-        for name, option in _OPTION_NAMES.items():  # the options' names, as typed
-            message = message.replace(f"{name} is not used", f"{option} is not used")
-            message = message.replace(f"needs {name}", f"needs {option}")
-            if message.startswith(f"{name} "):
-                message = option + message[len(name) :]
-        raise UsageError(message) from None
+        fusion = Fusion(**_fusion_options(args))
+        fusion.check(len(args.runs))
+    except (FusionError, FusionTypeError) as e:
+        option = _OPTION_NAMES.get(e.argument or "", f"--{e.argument}" if e.argument else "")
+        raise UsageError(f"argument {option}: {e.reason}" if option else e.reason) from None
+    return fusion
 
 
 def _read_mode(args: argparse.Namespace) -> Any:
@@ -759,7 +749,7 @@ def _read_table(args: argparse.Namespace, path: str) -> Any:
     return table
 
 
-def _fuse_tables(args: argparse.Namespace) -> int:
+def _fuse_tables(args: argparse.Namespace, fusion: Any) -> int:
     """``fuse`` when a run or -o is Parquet (no --qrels, --trace): the runs as Arrow tables,
     fused by rankfusion.frame; the same output, warnings and errors as the TREC paths."""
     frame = _frame()
@@ -767,7 +757,7 @@ def _fuse_tables(args: argparse.Namespace) -> int:
     qids = [frame._query_ids(t, "qid") for t in tables]
     _warn_missing(args, qids)
     try:
-        fused = frame.fuse(tables, order=args.order, **_fusion_options(args))
+        fused = frame.fuse(tables, fusion, order=args.order)
     except frame.TableError as e:
         where = re.fullmatch(r"runs\[(\d+)\]", e.run)
         path = args.runs[int(where.group(1))] if where else e.run
@@ -857,7 +847,7 @@ def _metric_table(rows: List[tuple], measures: List[str]) -> str:
 
 
 def _fuse_command(args: argparse.Namespace) -> int:
-    _check_fusion(args)
+    fusion = _check_fusion(args)
     _check_inputs(args.runs + ([args.qrels] if args.qrels else []))
     _check_output(args.output, "-o")
     _check_output(args.trace, "--trace")
@@ -882,14 +872,14 @@ def _fuse_command(args: argparse.Namespace) -> int:
 
     tables = any(_format(args, p) == "parquet" for p in [*args.runs, args.output])
     if _native(args):
-        return _fuse_tables(args) if tables else _fuse_native(args)
+        return _fuse_tables(args, fusion) if tables else _fuse_native(args, fusion)
     runs = _read_runs(args)
     qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
     if qrels is not None:
         _warn_unjudged(args, qrels, runs)
-    fused = trec.fuse(
-        runs, **_fusion_options(args), trace=bool(args.trace), progress=_progress(args)
-    )
+    if args.trace:
+        fusion = fusion.replace(trace=True)
+    fused = trec.fuse(runs, fusion, progress=_progress(args))
 
     table = None
     if qrels is not None:
@@ -936,8 +926,8 @@ def _fuse_command(args: argparse.Namespace) -> int:
 
 
 def _fusion_options(args: argparse.Namespace) -> Dict[str, Any]:
-    """The fusion keyword arguments of ``trec.fuse`` (both paths; ``k`` None: not given)."""
-    return {
+    """The settings of the fusion the options give (those not given left out)."""
+    options = {
         "method": args.method,
         "norm": args.norm,
         "k": args.k,
@@ -950,6 +940,7 @@ def _fusion_options(args: argparse.Namespace) -> Dict[str, Any]:
         "gamma": args.gamma,
         "sigma": args.sigma,
     }
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def _method_label(args: argparse.Namespace) -> str:
@@ -968,14 +959,14 @@ def _native(args: argparse.Namespace) -> bool:
     return not args.qrels and not args.trace
 
 
-def _fuse_native(args: argparse.Namespace) -> int:
+def _fuse_native(args: argparse.Namespace, fusion: Any) -> int:
     """``fuse`` without --qrels and --trace: read, fuse and write in the core, without Python
     run objects; the same bytes, warnings, errors and exit status as the Python path."""
     files = trec._read_run_files(
         args.runs, order=args.order, duplicates=_read_mode(args), progress=_progress(args)
     )
     _warn_missing(args, [f.qids() for f in files])
-    data = trec._fuse_run_files(files, **_fusion_options(args), tag=args.tag)
+    data = trec._fuse_run_files(files, fusion, tag=args.tag)
     del files
     if args.output and args.output != "-":
         run_file = trec._AtomicFile(args.output)
@@ -1048,14 +1039,14 @@ def _formulas_text() -> str:
 
 
 def _explain_command(args: argparse.Namespace) -> int:
-    _check_fusion(args)
+    fusion = _check_fusion(args).replace(trace=True)
     _check_inputs(args.runs)
     _check_stdout()
     runs = _read_runs(args)
     qid = args.query
     if not any(qid in run for run in runs):
         raise DataError(f"query {qid!r} is in none of the runs")
-    fused = trec.fuse(runs, **_fusion_options(args), trace=True, queries=[qid])[qid]
+    fused = trec.fuse(runs, fusion, queries=[qid])[qid]
     weights = args.weights or [1.0] * len(runs)
     positions = []  # per run: doc id -> (rank, raw score) of its best-ranked line
     for run in runs:
@@ -1229,20 +1220,16 @@ def _optimize_command(args: argparse.Namespace) -> int:
     # are written under temporary names and renamed into place once both are complete
     fused: Any = None
     if args.output:
-        best = result.best
-        fuse_args = argparse.Namespace(**vars(args))
-        for name in ("k", "weights", "phi", "gamma", "sigma"):
-            setattr(fuse_args, name, best.get(name))
-        fuse_args.norm = best.get("norm", args.norm)
+        best = result.fusion()
         parquet = any(_format(args, p) == "parquet" for p in [*args.runs, args.output])
         if parquet:
             frame = _frame()
             tables = [_read_table(args, path) for path in args.runs]
-            fused = frame.fuse(tables, order=args.order, **_fusion_options(fuse_args))
+            fused = frame.fuse(tables, best, order=args.order)
             del tables
         else:
             files = trec._read_run_files(args.runs, order=args.order, duplicates=_read_mode(args))
-            fused = trec._fuse_run_files(files, **_fusion_options(fuse_args), tag=args.tag)
+            fused = trec._fuse_run_files(files, best, tag=args.tag)
             del files
     pending = []
     try:

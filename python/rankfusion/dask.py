@@ -39,7 +39,8 @@ except ImportError:
         'installed: pip install "rankfusion[dask]"'
     ) from None
 
-from . import frame
+from . import frame, trec
+from ._core import Fusion
 
 __all__ = ["fuse", "fuse_partition"]
 
@@ -167,6 +168,7 @@ def _by_query_index(runs: Sequence[Any], query: str) -> bool:
 
 def fuse(
     runs: Any,
+    fusion: Optional[Fusion] = None,
     *,
     query: str = "qid",
     doc: str = "docid",
@@ -176,9 +178,8 @@ def fuse(
     partitioned: Optional[bool] = None,
     npartitions: Optional[int] = None,
     order: str = "score",
-    trace: bool = False,
     threads: Optional[int] = 1,
-    **fusion: Any,
+    **settings: Any,
 ) -> Any:
     """Fuse runs held as Dask DataFrames: a lazy ``dask.dataframe.DataFrame`` with
     :func:`rankfusion.frame.fuse`'s columns (``query``, ``doc``, ``score``, ``rank``, and the
@@ -198,18 +199,20 @@ def fuse(
       partition). ``False``: always shuffle.
     - ``threads``: the threads each partition's fusion may use (default 1: Dask runs
       partitions in parallel).
-    - every other argument is ``frame.fuse``'s (``method``, ``k``, ``weights``, ``window``,
-      ``duplicates``, ``tie_break``, ``offset``, ``limit``, ``min_score``, ``normalize``,
-      ``order``, ``trace``); arguments are checked here, before anything is computed, and so
-      are the runs' columns (from their dtypes: a missing column is ``frame.fuse``'s
-      ``TableError``, a column of the wrong type its ``TypeError``).
+    - ``fusion`` (a :class:`rankfusion.Fusion`, or its settings as keyword arguments) and
+      every other argument are ``frame.fuse``'s; the settings are checked here (against the
+      number of runs too), before anything is computed, and so are the runs' columns (from
+      their dtypes: a missing column is ``frame.fuse``'s ``TableError``, a column of the wrong
+      type its ``TypeError``).
 
     With ``order="file"`` or ``trace=True`` each row carries its input position through the
     shuffle, and each partition restores the runs' row order before fusing. Errors in the data
     surface when the result is computed, as ``frame.fuse`` raises them (a row number then counts
     the rows of the fused partition).
     """
+    fusion = trec._fusion_of(fusion, settings)
     frame._check_names(query, doc, score, run)
+    trec._check_choice(order, "order", frame._ORDERS)
     if partitioned not in (None, True, False):
         raise TypeError(f"partitioned must be None, True or False, got {partitioned!r}")
     if npartitions is not None and (
@@ -233,18 +236,17 @@ def fuse(
             raise ValueError("a dask DataFrame with run= needs run_order (the runs, in order)")
         order_of_runs = list(run_order)
         inputs = [runs]
-    ordered = order == "file" or trace is True
+    fusion.check(len(order_of_runs))
+    ordered = order == "file" or fusion.trace
     options = dict(
-        fusion,
+        fusion=fusion,
         query=query,
         doc=doc,
         score=score,
         order=order,
-        trace=trace,
         threads=threads,
         run_order=order_of_runs,
     )
-    # every argument checked now, on no rows (frame.fuse checks them before reading any)
     columns = [query, doc, score]
     run_type = pa.array(order_of_runs).type if order_of_runs else pa.int64()
     empty = pa.table(
@@ -255,8 +257,7 @@ def fuse(
             _RUN: pa.array([], run_type),
         }
     )
-    fuse_partition(empty, run=_RUN, **options)
-    # and every run's columns: present, of the right types
+    # every run's columns: present, of the right types
     if run is None:
         for i, r in enumerate(inputs):
             _check_columns(r, f"runs[{i}]", columns, None)

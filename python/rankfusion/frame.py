@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from typing import (
@@ -76,8 +75,9 @@ except ImportError:
         'rankfusion.frame needs pyarrow, which is not installed: pip install "rankfusion[arrow]"'
     ) from None
 
-from . import _core, trec
-from ._reference import METHODS, RANK_NORMS
+from . import trec
+from ._core import Fusion
+from .errors import FusionError
 
 __all__ = [
     "IR_MEASURES",
@@ -117,8 +117,6 @@ _BLOCK_CELLS = 1 << 22
 # hash table stays in the cache, as the command's native path interns each query's ids on its
 # own (5 runs x 2,000 queries x 1,000 docs: 1 << 20 took 2.3 s of CPU to hash, 1 << 12 0.54 s).
 _ENCODE_ROWS = 1 << 12
-_ROW_ERROR = re.compile(r"row (\d+): (.*)", re.S)
-_KEY = re.compile(r"(the key |of key )(\d+)")  # a doc code in the engine's message
 
 
 class TableError(ValueError):
@@ -709,28 +707,19 @@ def _rank(g: _Grouped, d: np.ndarray, order: str, docs_text: Any) -> _Ranked:
 
 
 def _fuse_matrices(
-    ids: Sequence[np.ndarray], scores: Sequence[np.ndarray], *, method: str = "rrf", **fusion: Any
+    ids: Sequence[np.ndarray],
+    scores: Sequence[np.ndarray],
+    fusion: Fusion,
+    threads: Optional[int] = None,
 ) -> Any:
     """Fuse Q queries given as one (Q, N_i) id matrix per run (int codes, padded with -1) and
     the runs' raw scores aligned with them (float64, NaN in the pads): the one place the tables
-    reach the fusion engine (``fuse_batch``). Returns a ``rankfusion.BatchResult``.
+    reach the fusion engine (``Fusion.batch``). Returns a ``rankfusion.BatchResult``.
 
     The scores are handed over only to the methods that read them (the score-based ones).
     """
-    if fusion.get("k") is None:
-        fusion.pop("k", None)
-    reads = isinstance(method, str) and method in METHODS and _reads_scores(method, fusion)
-    return _core.fuse_batch(ids, list(scores) if reads else None, pad=-1, method=method, **fusion)
-
-
-def _reads_scores(method: str, fusion: Dict[str, Any]) -> bool:
-    return METHODS[method].kind == "score" and fusion.get("norm") not in RANK_NORMS
-
-
-def _check_arguments(n_runs: int, method: str, fusion: Dict[str, Any]) -> None:
-    """The fusion arguments, checked as ``rrf_batch`` checks them, before any row is read."""
-    empty = [np.empty((0, 0), np.int64)] * n_runs
-    _fuse_matrices(empty, [np.empty((0, 0))] * n_runs, method=method, **fusion)
+    scores = list(scores) if fusion.reads_scores else None
+    return fusion.batch(list(ids), scores, pad=-1, threads=threads)
 
 
 def _matrices(run: _Ranked, qs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -827,31 +816,17 @@ def _select(queries: pa.Array, wanted: Any) -> np.ndarray:
 
 def fuse(
     runs: Any,
+    fusion: Optional[Fusion] = None,
     *,
     query: str = "qid",
     doc: str = "docid",
     score: str = "score",
     run: Optional[str] = None,
     run_order: Optional[Sequence[Any]] = None,
-    method: str = "rrf",
-    norm: Optional[str] = None,
-    k: Optional[float] = None,
-    weights: Optional[Sequence[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    offset: int = 0,
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
-    lower_is_better: Optional[Sequence[bool]] = None,
-    phi: Optional[float] = None,
-    gamma: Optional[float] = None,
-    sigma: Optional[float] = None,
-    trace: bool = False,
     order: str = "score",
     queries: Optional[Iterable[Any]] = None,
     threads: Optional[int] = None,
+    **settings: Any,
 ) -> pa.Table:
     """Fuse runs held as tables, query by query: a ``pyarrow.Table`` with the columns ``query``,
     ``doc``, ``score`` (the fused score, float64) and ``rank`` (1..n per query, int64), best
@@ -862,15 +837,15 @@ def fuse(
       long table whose column ``run`` tells the runs apart, in the order ``run_order`` gives
       (default: the order in which the run values first appear). A table is a pyarrow Table, or
       anything exporting ``__arrow_c_stream__`` (polars, pandas, DuckDB), or a pandas DataFrame.
+    - ``fusion``: a :class:`rankfusion.Fusion`, or its settings as keyword arguments
+      (``method``, ``norm``, ``k``, ``weights`` — one per run —, ``window``, ``duplicates``,
+      ``tie_break``, ``offset``, ``limit``, ``min_score``, ``normalize``, ``lower_is_better``,
+      ``phi``, ``gamma``, ``sigma``, ``trace``), applied per query; score-based methods read the
+      score column. With ``duplicates="error"``, a doc id twice in one query of one run is a
+      :class:`TableError` naming both rows, as ``read_run`` names both lines.
     - ``query``, ``doc``, ``score``: the column names (see :data:`PYTERRIER`, :data:`RANX`,
       :data:`IR_MEASURES`). Ids are strings or integers (the output keeps their type; runs whose
       types differ get strings), scores any numbers (float64 here, like a TREC file's text).
-    - ``method``, ``norm``, ``k`` (None: rrf's 60, not given), ``weights`` (one per run),
-      ``window``, ``duplicates`` (``"first"``, ``"sum"``, or ``"error"``: a doc id twice in one
-      query of one run is a :class:`TableError` naming both rows, as ``read_run`` names both
-      lines), ``tie_break``, ``offset``, ``limit``, ``min_score``, ``normalize``,
-      ``lower_is_better``, ``phi``, ``gamma``, ``sigma``: as ``rankfusion.fuse``, per query
-      (score-based methods read the score column).
     - ``trace=True`` adds, for each run i, ``rank_{i}`` (int32: the document's rank in run i),
       ``raw_score_{i}`` (the run's score there), ``contribution_{i}`` (float64) and, for
       score-based methods, ``normalized_{i}`` (the score after the norm); null where the run
@@ -878,45 +853,27 @@ def fuse(
       (``b"rankfusion.runs"``, a JSON list).
     - ``order``: ``"score"`` (trec_eval's ranking) or ``"file"`` (the rows' order).
     - ``queries``: fuse only these query ids (others are left out), in this order.
-    - ``threads``: as ``rankfusion.rrf_batch``.
+    - ``threads``: as ``Fusion.batch``.
 
-    Errors: TypeError/ValueError naming a bad argument (checked before any row is read, in
-    signature order); TypeError for a table or a column of the wrong type; :class:`TableError`
-    (ValueError) for a missing column, a null, a NaN score, a duplicate with
-    ``duplicates="error"``; ValueError ``"query 'q': <rrf's message>"`` for a query that cannot
-    be fused (a score overflowing to infinity with huge weights),
-    the first such query in output order.
+    Errors: FusionTypeError / FusionError for bad settings (checked first, then against the
+    number of runs before any row is read); TypeError for a table or a column of the wrong
+    type; :class:`TableError` (ValueError) for a missing column, a null, a NaN score, a
+    duplicate with ``duplicates="error"``; FusionError ``"query 'q': ..."`` (its ``qid`` and
+    ``key``, the doc id) for a query that cannot be fused (a score overflowing to infinity with
+    huge weights), the first such query in output order.
     """
+    fusion = trec._fusion_of(fusion, settings)
+    trace = fusion.trace
     _check_names(query, doc, score, run)
     trec._check_choice(order, "order", _ORDERS)
-    fusion: Dict[str, Any] = dict(
-        norm=norm,
-        k=k,
-        weights=weights,
-        window=window,
-        duplicates=duplicates,
-        tie_break=tie_break,
-        offset=offset,
-        limit=limit,
-        min_score=min_score,
-        normalize=normalize,
-        lower_is_better=lower_is_better,
-        phi=phi,
-        gamma=gamma,
-        sigma=sigma,
-        trace=trace,
-        threads=threads,
-    )
     if "rank" in (query, doc, score):
         raise ValueError("the output has a column 'rank': query, doc and score must not be 'rank'")
 
-    how = _Read(
-        query, doc, score, duplicates == "error", lambda n: _check_arguments(n, method, fusion)
-    )
+    how = _Read(query, doc, score, fusion.duplicates == "error", fusion.check)
     gathered = _gather(runs, how, run, run_order)
     groups, dcodes, docs = _prepare(gathered, how, threads)
     gathered = gathered._replace(sources=[])  # only the groups' copies are needed now
-    if tie_break == "key":  # codes in the doc ids' order
+    if fusion.tie_break == "key":  # codes in the doc ids' order
         by_text = pc.sort_indices(_as_text(docs)).to_numpy()
         rank_of = np.empty(len(by_text), np.int64)
         rank_of[by_text] = np.arange(len(by_text))
@@ -934,27 +891,27 @@ def fuse(
     for r in ranked:
         total += r.count[qorder]
     blocks: List[_Hits] = []
-    failed: Optional[Tuple[int, str]] = None
+    failed: Optional[Tuple[int, FusionError]] = None
     for positions in _blocks(total):
         qs = qorder[positions]
         ids, raw = zip(*(_matrices(r, qs) for r in ranked)) if ranked else ((), ())
         try:
-            result = _fuse_matrices(list(ids), list(raw), method=method, **fusion)
-        except ValueError as e:
-            found = _ROW_ERROR.match(str(e))
-            if found is None:
+            result = _fuse_matrices(ids, raw, fusion, threads)
+        except FusionError as e:
+            if e.row is None:
                 raise
-            position = int(positions[int(found.group(1))])
+            position = int(positions[e.row])
             if failed is None or position < failed[0]:
-                failed = (position, found.group(2))
+                failed = (position, e)
             continue
         if failed is None:
             blocks.append(_compact(positions, result, raw, trace))
-    if failed is not None:
-        qid = gathered.queries[int(qorder[failed[0]])].as_py()
-        message = _KEY.sub(lambda m: m.group(1) + repr(docs[int(m.group(2))].as_py()), failed[1])
-        raise ValueError(f"query {qid!r}: {message}")
-    normalized = trace and _reads_scores(method, fusion)
+    if failed is not None:  # the row's query and the doc id of the code it names
+        position, e = failed
+        qid = gathered.queries[int(qorder[position])].as_py()
+        located = {"key": docs[e.key].as_py()} if e.key is not None else {}
+        raise e.located(row=None, qid=qid, **located) from None
+    normalized = trace and fusion.reads_scores
     return _table(gathered, docs, qorder, blocks, query, doc, score, trace, normalized)
 
 

@@ -1,5 +1,5 @@
 """Hybrid search: a keyword list and a vector list, revalidated against the live store, fused
-with Reciprocal Rank Fusion.
+by any fusion of the package (Reciprocal Rank Fusion by default).
 
 The pipeline is a small composition of the package's functions, over three protocols any backend
 can implement (``rankfusion.sqlite_store.SQLiteStore`` implements all three):
@@ -15,20 +15,30 @@ can implement (``rankfusion.sqlite_store.SQLiteStore`` implements all three):
    a store without ``live_ids``, the records of the union (``store.get_many``, else ``get`` per
    id). Each list keeps its order, drops its stale candidates (soft-deleted, missing) and the
    records ``where`` rejects -- the in-engine filter -- and is truncated to ``window``;
-4. RRF of the two lists; each hit keeps its raw per-list scores (BM25 score, similarity) in its
-   trace and carries its record. After an ids-only check only the hits returned are hydrated
+4. the fusion of the two lists (a ``rankfusion.Fusion``: RRF by default; ``wsum`` over
+   ``min-max`` is Elasticsearch's linear retriever, ``dbsf`` Qdrant's); each hit keeps its raw
+   per-list scores (BM25 score, similarity) in its trace and carries its record. After an ids-only check only the hits returned are hydrated
    (one more batched call); a hit deleted between the check and that call is left out, never
    returned without its record.
+
+A store may offer one more method, ``snapshot()``: a context manager inside which every read of
+the store made by this thread sees one consistent state of it (``PostgresStore``: one
+``REPEATABLE READ`` read-only transaction). ``hybrid_search`` then runs everything above -- both
+searches, the liveness check, the hydration -- inside it, so "live at one instant" holds across
+the searches too: a hit is returned only if it was live at the snapshot, and its record is the
+row as it was then, whatever writers commit meanwhile. (The snapshot covers the store's own
+methods: a ``keyword_index`` or ``vector_index`` that is another object searches outside it.)
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
-from ._core import Contribution, _fuse_live_pairs, _pairs_union, pool_size, revalidate, rrf
+from ._core import Contribution, Fusion, _fuse_live_pairs, _pairs_union, pool_size, revalidate
 
 __all__ = [
     "LISTS",
@@ -94,7 +104,7 @@ class RecordStore(Protocol):
 
 @dataclass(frozen=True)
 class HybridHit:
-    """A fused hit: its id, RRF score and live record. Unpacks as ``id, score``.
+    """A fused hit: its id, fused score and live record. Unpacks as ``id, score``.
 
     ``contributions`` (with ``trace=True``) holds one ``Contribution`` per list that found it,
     ``list_index`` 0 for the keyword list and 1 for the vector list (see ``LISTS``), with its rank
@@ -207,6 +217,25 @@ def _records(store: Any, ids: list) -> dict:
     return records
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _in_snapshot(search: _F) -> _F:
+    """``search(store, ...)`` inside ``store.snapshot()`` when the store has that method (see
+    the module's docstring), else as it is."""
+
+    @functools.wraps(search)
+    def wrapper(store: Any, *args: Any, **kwargs: Any) -> Any:
+        snapshot = getattr(store, "snapshot", None)
+        if not callable(snapshot):
+            return search(store, *args, **kwargs)
+        with snapshot():
+            return search(store, *args, **kwargs)
+
+    return cast("_F", wrapper)
+
+
+@_in_snapshot
 def hybrid_search(
     store: RecordStore,
     text: str | None,
@@ -217,13 +246,12 @@ def hybrid_search(
     limit: int = 10,
     window: int | None = None,
     where: Where | None = None,
-    k: float = 60,
-    weights: Sequence[float] | None = None,
     multiplier: int = 3,
-    trace: bool = False,
+    fusion: Fusion | None = None,
+    **settings: Any,
 ) -> list[HybridHit]:
-    """Hybrid search: RRF of the keyword list for ``text`` and the vector list for ``vector``,
-    both revalidated against ``store``.
+    """Hybrid search: the fusion of the keyword list for ``text`` and the vector list for
+    ``vector``, both revalidated against ``store``.
 
     - ``keyword_index`` and ``vector_index`` default to ``store`` (an object implementing all
       three protocols, such as ``SQLiteStore``). ``text=None`` or ``vector=None`` skips that list.
@@ -232,7 +260,10 @@ def hybrid_search(
       ``pool_size(window, index.filtering, multiplier)`` candidates.
     - ``where(record)``: the in-engine filter, applied to both lists during revalidation (and
       handed to indexes that declare ``"pre"`` or ``"post"`` filtering).
-    - ``k`` and ``weights`` (keyword, vector) are RRF's; ``limit`` cuts the fused hits.
+    - ``fusion``: a ``rankfusion.Fusion`` (default: RRF, k=60), or its settings as keyword
+      arguments (``k``, ``weights`` — keyword, vector —, ``method="wsum", norm="min-max"``,
+      ``trace=True``...). Its lists are the keyword list (0) and the vector list (1); its
+      ``limit`` is ``limit`` (the fused hits are cut there).
     - ``trace=True`` keeps each hit's contributions, with the raw per-list scores.
     - ``limit``, ``window`` and ``multiplier`` are ints of any size: a huge one means no bound.
 
@@ -244,8 +275,18 @@ def hybrid_search(
     """
     keywords: Any = store if keyword_index is None else keyword_index
     vectors: Any = store if vector_index is None else vector_index
-    # Bad arguments fail before any search: rrf and pool_size check theirs on empty input.
-    rrf([[], []], k=k, weights=weights, limit=_count(limit, "limit"), trace=trace)
+    # Bad arguments fail before any search.
+    if fusion is None:
+        fusion = Fusion(**settings)
+    elif settings:
+        raise TypeError(f"give a Fusion or its settings, not both (got {sorted(settings)})")
+    elif not isinstance(fusion, Fusion):
+        raise TypeError(f"fusion must be a rankfusion.Fusion, got {type(fusion).__name__}")
+    limit = _count(limit, "limit")
+    limit = limit if limit <= 2**63 - 1 else 2**64 - 1  # (beyond: no bound, as Fusion stores it)
+    if fusion.limit != limit:
+        fusion = fusion.replace(limit=limit)
+    fusion.check(len(LISTS))
     pool_size(0, "none", multiplier)
     window = limit if window is None else _count(window, "window")
     if where is not None and not callable(where):
@@ -285,22 +326,16 @@ def hybrid_search(
     if where is None and tuple_pairs:
         # (id, float) tuples and no `where`: each list keeps its live candidates, in order, up
         # to `window`, and the two are fused, in one call
-        hits = _fuse_live_pairs(
-            searches, alive, window, k=k, weights=weights, limit=limit, trace=trace
-        )
+        hits = _fuse_live_pairs(searches, alive, window, fusion)
     else:
         lookup = records if records is not None else dict.fromkeys(alive, True)
         lists = [
             [(r.id, r.score) for r in revalidate(c, lookup, where=where, limit=window)]
             for c in searches
         ]
-        hits = rrf(
+        hits = fusion(
             [list(map(_first, live)) for live in lists],
-            k=k,
-            weights=weights,
-            limit=limit,
-            scores=[list(map(_second, live)) for live in lists],
-            trace=trace,
+            [list(map(_second, live)) for live in lists],
         )
     keys = [h.key for h in hits]
     if records is None:  # the ids-only check: the records of the hits returned, and only those

@@ -28,11 +28,11 @@ input does is documented in ``docs/cli.md``; in short:
 A file is read whole (gunzipped) into memory and parsed by the Rust core (``rust/trec.rs``), which
 also formats the lines :func:`write_run` writes for rankings and fused hits.
 
-Fusion (:func:`fuse`) calls ``rankfusion.rrf`` once per query; a query missing from some runs is
-fused from the runs that have it. The ``rankfusion fuse`` command, when it needs no Python run
+Fusion (:func:`fuse`) calls a :class:`rankfusion.Fusion` once per query; a query missing from
+some runs is fused from the runs that have it. The ``rankfusion fuse`` command, when it needs no Python run
 objects (no ``--qrels``, no ``--trace``), takes a native path instead: the files are parsed by the
 core into byte ranges, fused by the same Rust fusion code ``rrf`` runs and formatted by the core,
-with the GIL released and no Python object per line (``rust/trec_fuse.rs``); the output is byte
+with the GIL released and no Python object per line (``rust/trec/fuse.rs``); the output is byte
 for byte what ``read_run`` + :func:`fuse` + :func:`write_run` write, and the errors are the same.
 Writers are atomic: a file is written under a temporary name in
 its own directory and renamed into place only once complete, so an error never leaves a
@@ -71,10 +71,11 @@ from typing import (
 )
 
 from . import _core
-from ._core import TrecFormatError
+from ._core import Fusion
+from .errors import FusionError, FusionTypeError, TrecFormatError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rankfusion import Hit
+    from ._core import Hit
 
 __all__ = [
     "Qrels",
@@ -499,63 +500,28 @@ def write_qrels(qrels: Mapping[Any, Mapping[Any, int]], path: Union[PathLike, IO
 
 def fuse(
     runs: Sequence[Mapping[str, Ranking]],
+    fusion: Optional[Fusion] = None,
     *,
-    method: str = "rrf",
-    norm: Optional[str] = None,
-    k: Optional[float] = None,
-    weights: Optional[Sequence[float]] = None,
-    window: Optional[int] = None,
-    duplicates: str = "first",
-    tie_break: str = "best_rank",
-    limit: Optional[int] = None,
-    min_score: Optional[float] = None,
-    normalize: bool = False,
-    lower_is_better: Optional[Sequence[bool]] = None,
-    phi: Optional[float] = None,
-    gamma: Optional[float] = None,
-    sigma: Optional[float] = None,
-    trace: bool = False,
     queries: Optional[Iterable[str]] = None,
     progress: Union[bool, Any] = False,
+    **settings: Any,
 ) -> Dict[str, List[Hit]]:
     """Fusion of runs, query by query: ``{qid: [Hit, ...]}``, best first.
 
-    Each query is fused by one call of ``rankfusion.fuse`` on the runs' doc id lists, in the
-    order of ``runs`` (so ``Contribution.list_index`` is the index of the run), with the keyword
-    arguments given here (see ``rankfusion.fuse``; ``k=None`` means rrf's default, 60, and is
-    the only ``k`` other methods accept). A score-based method reads the runs' scores (each
-    must then be finite). A query missing from some runs is fused from the runs that have it (a
-    missing run contributes an empty list); queries come in the order they first appear in
-    ``runs[0]``, then ``runs[1]``, ... With ``trace=True`` each contribution also carries the
-    run's raw score. ``queries`` restricts fusion to those qids (absent ones are left out).
-    Raises what ``fuse`` raises for bad arguments (ValueError / TypeError), its message
-    prefixed with the query.
+    Each query is fused by ``fusion`` (a :class:`rankfusion.Fusion`; or one made from
+    ``settings``, its keyword arguments) on the runs' doc id lists, in the order of ``runs`` (so
+    ``Contribution.list_index`` is the index of the run). A score-based method reads the runs'
+    scores (each must then be finite). A query missing from some runs is fused from the runs that
+    have it (a missing run contributes an empty list); queries come in the order they first
+    appear in ``runs[0]``, then ``runs[1]``, ... With ``trace=True`` each contribution also
+    carries the run's raw score. ``queries`` restricts fusion to those qids (absent ones are left
+    out). Raises what the fusion raises (FusionError / FusionTypeError), located at the query
+    (its ``qid``), for the first query that fails; the settings are checked against the number
+    of runs before any query is fused.
     """
-    from rankfusion import (
-        fuse as fuse_lists,
-    )  # the Rust core; imported here so that this module loads alone
-
-    options: Dict[str, Any] = dict(
-        method=method,
-        norm=norm,
-        weights=weights,
-        window=window,
-        duplicates=duplicates,
-        tie_break=tie_break,
-        limit=limit,
-        min_score=min_score,
-        normalize=normalize,
-        lower_is_better=lower_is_better,
-        phi=phi,
-        gamma=gamma,
-        sigma=sigma,
-        trace=trace,
-    )
-    if k is not None:
-        options["k"] = k
-    # The arguments, checked once (an empty query of every run), before any query is fused.
-    fuse_lists([[]] * len(runs), scores=[[]] * len(runs), **options)
-    with_scores = trace or _reads_scores(method, norm)
+    fusion = _fusion_of(fusion, settings)
+    fusion.check(len(runs))
+    with_scores = fusion.trace or fusion.reads_scores
     if queries is None:
         qids: Dict[str, None] = {}
         for run in runs:
@@ -570,14 +536,12 @@ def fuse(
     for qid in order:
         rankings = [run.get(qid, empty) for run in runs]
         try:
-            fused[qid] = fuse_lists(
+            fused[qid] = fusion(
                 [r.docids for r in rankings],
-                scores=[r.scores for r in rankings] if with_scores else None,
-                **options,
+                [r.scores for r in rankings] if with_scores else None,
             )
-        except (ValueError, TypeError) as e:
-            kind = TypeError if isinstance(e, TypeError) else ValueError
-            raise kind(f"query {qid!r}: {e}") from e
+        except (FusionError, FusionTypeError) as e:
+            raise e.located(qid=qid) from None
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -585,11 +549,15 @@ def fuse(
     return fused
 
 
-def _reads_scores(method: str, norm: Optional[str]) -> bool:
-    """Whether ``method`` with ``norm`` reads the lists' scores (arguments already checked)."""
-    from ._reference import METHODS, RANK_NORMS
-
-    return METHODS[method].kind == "score" and norm not in RANK_NORMS
+def _fusion_of(fusion: Optional[Fusion], settings: Dict[str, Any]) -> Fusion:
+    """``fusion``, or one made from ``settings`` (not both)."""
+    if fusion is None:
+        return Fusion(**settings)
+    if settings:
+        raise TypeError(f"give a Fusion or its settings, not both (got {sorted(settings)})")
+    if not isinstance(fusion, Fusion):
+        raise TypeError(f"fusion must be a rankfusion.Fusion, got {type(fusion).__name__}")
+    return fusion
 
 
 # --- the native path: read + fuse + write without Python run objects --------------------------
@@ -632,38 +600,22 @@ def _read_run_files(
     return files
 
 
-def _no_bound_if_huge(n: Any) -> Any:
-    """None (no bound) for an int beyond ``sys.maxsize``, longer than any list; else ``n``."""
-    return None if isinstance(n, int) and n > sys.maxsize else n
-
-
 def _fuse_run_files(
     files: Sequence[Any],
+    fusion: Optional[Fusion] = None,
     *,
     tag: str = "rankfusion",
-    window: Optional[int] = None,
-    limit: Optional[int] = None,
-    **options: Any,
+    **settings: Any,
 ) -> bytes:
-    """The bytes :func:`write_run` writes for ``fuse(runs, window=window, limit=limit,
-    **options)`` with ``tag``, where ``runs`` are the runs ``files`` (from
-    :func:`_read_run_files`) hold: fused and formatted by the core (``rust/trec/fuse.rs``) with
-    the GIL released, without a Python object per line. ``options``: ``fuse``'s method, norm,
-    k, weights, duplicates, lower_is_better, phi, gamma and sigma. Raises what ``fuse`` raises
-    for the first query that fails (ValueError naming the query), and ValueError for a bad tag.
-    A ``window`` or ``limit`` too large for the core (beyond 64 bits) means "no bound", as in
-    ``rrf``: no list can be that long.
+    """The bytes :func:`write_run` writes for ``fuse(runs, fusion)`` with ``tag``, where ``runs``
+    are the runs ``files`` (from :func:`_read_run_files`) hold: fused and formatted by the core
+    (``rust/trec/fuse.rs``) with the GIL released, without a Python object per line. Raises what
+    ``fuse`` raises for the first query that fails (located at its qid), and ValueError for a
+    bad tag.
     """
+    fusion = _fusion_of(fusion, settings)
     _check_id(tag, "tag")
-    if options.get("k") is None:
-        options.pop("k", None)
-    return _core._fuse_run_files(
-        list(files),
-        window=_no_bound_if_huge(window),
-        limit=_no_bound_if_huge(limit),
-        tag=tag.encode("utf-8", "surrogateescape"),
-        **options,
-    )
+    return _core._fuse_run_files(list(files), fusion, tag=tag.encode("utf-8", "surrogateescape"))
 
 
 # --- interop ----------------------------------------------------------------------------------

@@ -1,33 +1,44 @@
 //! The fusion engine: one reusable [`Workspace`] that fuses one query (a row of a batch) at a
-//! time, in three steps, for every caller (`rrf`, `rrf_many`, `rrf_batch`, the native fusion of
-//! run files):
+//! time, for every caller (`rrf`/`fuse`/`Fusion`, the batch rows, the native fusion of run files):
 //!
 //! 1. **scan** ([`Workspace::fuse`]): the interleaved scan — rank 1 of every list, then rank 2,
 //!    ... — over the lists read (weight not 0; the first `window` items), the key source turning
 //!    items into dense ids in scan order. Duplicates inside a list are resolved here; holes
 //!    (pads) are skipped without shifting the ranks behind them.
-//! 2. **score** (also [`Workspace::fuse`]): every key's contributions added in ascending order
-//!    of value from 0.0 (the canonical sum), checked finite, optionally normalised.
+//! 2. **score** (also [`Workspace::fuse`]): every key's score by the kernel
+//!    ([`super::kernel`]: each occurrence's value and term, a key's terms combined), checked
+//!    finite, normalised with `normalize=True`; Condorcet's by [`super::condorcet`]. Then
+//!    [`Workspace::boost`] when asked.
 //! 3. **rank** ([`Workspace::rank`], or [`Workspace::rank_groups`] when the caller orders tied
 //!    keys itself): `min_score`, the order (score descending, then the tie order), the page
 //!    (`offset`, `limit`).
 //!
 //! Afterwards [`Workspace::page`] holds the key ids of the page, best first, and
-//! [`Workspace::trace`] their contributions. Nothing is allocated once the workspace has grown.
+//! [`Workspace::trace`] their contributions. [`Workspace::run`] does the three steps for a
+//! caller that has nothing of its own to add between them. Nothing is allocated once the
+//! workspace has grown.
 //!
 //! The scan has two layouts. *Dense* (each key counted at most once per list, at most
-//! [`DENSE_MAX_LISTS`] lists read; the common case): every key has one slot per list read for
-//! its contributions, filled in scan order, and its seen-lists bits live with the key source (in
-//! the hash slot just probed). *General* (more lists, or `duplicates="sum"`): the counted
-//! occurrences are recorded in scan order and grouped by key with a counting sort.
+//! [`DENSE_MAX_LISTS`] lists read; the common case): every key has one slot per list read, filled
+//! in scan order with its terms — the plan's rank terms, or terms made before the scan
+//! ([`Terms`]) — or, when the terms can only be made after the scan (the borda norm, a repeat
+//! skipped, a norm that fails), with its positions, slot s for the s-th list read; its
+//! seen-lists bits live with the key source (in the hash slot just probed). *General* (more
+//! lists, or `duplicates="sum"`): the counted occurrences are recorded in scan order and grouped
+//! by key with a counting sort. Untraced dense queries are scored from the slots
+//! ([`kernel::score_slots`]); traced ones, general ones and those with a value that is not
+//! finite from every key's contributions ([`Scored::score_contributions`]); both combine a key's
+//! terms by [`kernel::combine`].
 
 use hashbrown::HashSet;
 
+use super::condorcet::{self, Condorcet};
+use super::kernel::{self, ones, Dense, Occurrences, Scored, Scores, Terms, Valuer, POLL_KEYS};
 use super::keys::KeySource;
-use super::method::{terms_need_count, Dense, Entry, PreTerms, Scanned, Scored, Scores};
-use super::params::{Duplicates, Method, Norm, Plan, TieBreak};
+use super::methods::{Combine, Term};
+use super::params::{Duplicates, Norm, Plan, TieBreak};
 use super::trace::{Contribution, Trace};
-use super::{canonical_sum, Hasher};
+use super::Hasher;
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, KeyRef, Problem, Stage};
 
@@ -35,10 +46,8 @@ use crate::error::{Error, KeyRef, Problem, Stage};
 pub const DENSE_MAX_LISTS: usize = 8;
 
 /// A large query polls its [`Cancel`] every this many positions of the scan (times the lists
-/// read) ...
+/// read), and every [`POLL_KEYS`] keys scored or ranked.
 const POLL_POSITIONS: usize = 1 << 12;
-/// ... and every this many keys scored or ranked.
-pub(super) const POLL_KEYS: usize = 1 << 16;
 
 /// Pages ending at most this far down the order (`offset + limit`), out of at least four times
 /// as many keys, are ranked by keeping the best keys as they go by ([`Workspace::rank_top`])
@@ -69,13 +78,39 @@ struct KeyInfo {
     /// The key's value as the source gave it (the i64 key, or the id).
     key: i64,
     /// Bit `slot` set: counted in the `slot`-th list read (general layout, at most 64 lists
-    /// read; dense layout with two lists and traces: the bits the source keeps, copied). The
-    /// pre-normalised geometric and harmonic means set bit `8 + slot` too when the slot's
-    /// normalised value is kept (see [`PreTerms`]).
+    /// read; dense layout: the bits the source keeps, copied when something reads them). Terms
+    /// made before the scan for the geometric and harmonic means set bit `8 + slot` too when
+    /// the slot's normalised value is kept (see [`Terms`]).
     seen: u64,
     /// (list, position) of its first occurrence in scan order.
     first: (u32, u32),
 }
+
+/// What a caller adds to a query's fusion ([`Workspace::run`]): the values of its boost, and an
+/// order of tied keys of its own.
+pub trait Caller<E> {
+    /// The boost's value of a fused key (its i64 value as the source gave it, its first
+    /// occurrence), if it has one; asked for every fused key when the plan boosts.
+    fn boost(&mut self, _key: i64, _first: (u32, u32)) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+
+    /// Whether it orders tied keys itself with `tie_break="key"` (else: by the source's i64
+    /// keys).
+    fn orders_ties(&self) -> bool {
+        false
+    }
+
+    /// Orders a group of tied keys (see [`Workspace::rank_groups`]).
+    fn order_ties(&mut self, _group: &mut [u32], _firsts: &Firsts<'_>) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// A caller that adds nothing: no boost values, ties by the source's i64 keys.
+pub struct Nothing;
+
+impl<E> Caller<E> for Nothing {}
 
 /// The first occurrence (list, position) of every key of a query, by id.
 pub struct Firsts<'a>(&'a [KeyInfo]);
@@ -95,30 +130,30 @@ pub struct Workspace {
     /// next entry before it knows whether the key is new (no branch to mispredict).
     keys: Vec<KeyInfo>,
     n_keys: usize,
-    /// Whether the dense scan records each contribution's (list, position) for traces.
+    /// Whether the queries' traces are read: the scan records each occurrence's (list,
+    /// position).
     keep_occurrences: bool,
-    /// This query's: whether the scan records where each contribution came from (traces, and
-    /// methods that are not sums of rank values), and whether it keeps every key's lists (the
-    /// ISR family multiplies by their number).
+    /// This query's: whether the scan records where each occurrence came from (traces, and the
+    /// contributions' path), and what its dense slots hold.
     record: bool,
-    count_present: bool,
-    /// This query's score by [`super::method`] (anything but RRF, RBC and the ISR family): its
-    /// inputs (keys' occurrences by key, items read per list) and results.
-    generic: bool,
+    source: Source,
+    /// This query's scores came from every key's contributions (`scored`), not from its slots.
+    by_contributions: bool,
     entry_offsets: Vec<u32>,
-    entries: Vec<Entry>,
+    entries: Vec<(u32, u32)>,
     firsts: Vec<(u32, u32)>,
+    /// Per list (by index), the items read (holes not counted).
     n_read: Vec<u32>,
     scored: Scored,
-    /// Per key, what the ISR family multiplied by, and what the boost added (NaN: nothing).
-    factors: Vec<f64>,
+    terms: Terms,
+    copeland: Condorcet,
+    /// Per key, what the boost added (NaN: nothing).
     boosts: Vec<f64>,
     seen_set: HashSet<(u32, u32), Hasher>,
     occurrences: Vec<Occurrence>,
     offsets: Vec<u32>,
     cursor: Vec<u32>,
     grouped: Vec<Occurrence>,
-    values: Vec<f64>,
     scores: Vec<f64>,
     /// With normalize=True, key id -> the canonical sum before division: hits are ordered by it,
     /// so normalising never reorders them. Empty otherwise.
@@ -137,26 +172,18 @@ pub struct Workspace {
     /// Dense layout: per slot (list read), the items of its window not counted (holes and
     /// repeats).
     skipped: Vec<u32>,
-    /// The fast path of score fusions (see [`Scored::pre_terms`]): this query's terms, and
-    /// whether the scan adds them (instead of the plan's contributions).
-    pre: PreTerms,
-    prescored: bool,
 }
 
-/// The number of bits set in the seen-lists bits of a key in dense mode (below 2^8): a table,
-/// since the portable x86-64 target has no popcount instruction and its emulation is slow.
-#[inline]
-pub(super) fn ones(seen: u64) -> usize {
-    const ONES: [u8; 256] = {
-        let mut t = [0u8; 256];
-        let mut i = 0;
-        while i < 256 {
-            t[i] = (i as u32).count_ones() as u8;
-            i += 1;
-        }
-        t
-    };
-    ONES[(seen & 0xFF) as usize] as usize
+/// What the dense scan writes in a key's slots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Source {
+    /// The plan's rank terms (RRF, RBC, the ISR family), in scan order.
+    #[default]
+    RankTerms,
+    /// The terms made before the scan ([`Terms`]), in scan order.
+    Terms,
+    /// Its positions, slot s for the s-th list read: the terms are made after the scan.
+    Positions,
 }
 
 /// Scores map to u64 sort keys that order like the scores, descending (finite scores only).
@@ -205,6 +232,36 @@ impl Workspace {
         self.keep_occurrences = trace;
     }
 
+    /// One query's fusion, every step: scan and score `keys` (raw scores `scores`), boost when
+    /// the plan has a boost weight (the values from `caller`), rank (tied keys with
+    /// `tie_break="key"` by `caller`, or by the source's i64 keys) and page. Afterwards
+    /// [`Workspace::page`] holds the page and [`Workspace::trace`] explains it. Errors: the
+    /// steps' and `caller`'s, the first one stopping the query.
+    pub fn run<S, C, E>(
+        &mut self,
+        plan: &Plan,
+        keys: &mut S,
+        scores: Scores<'_>,
+        caller: &mut C,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), E>
+    where
+        S: KeySource,
+        C: Caller<E>,
+        E: From<Error> + From<S::Error>,
+    {
+        self.fuse_cancellable(keys, scores, plan, cancel)?;
+        if plan.fusion.boost_weight.is_some() {
+            self.boost(plan, |_, key, first| caller.boost(key, first))?;
+        }
+        if plan.fusion.tie_break == TieBreak::Key && caller.orders_ties() {
+            return self.rank_groups(plan, cancel, |group, firsts| {
+                caller.order_ties(group, firsts)
+            });
+        }
+        Ok(self.rank_cancellable(plan, cancel)?)
+    }
+
     /// Steps 1 and 2: scans and scores one query whose keys come from `keys` (one list per
     /// weight of `plan`) and whose raw scores, per list, are `scores` (needed by score-based
     /// methods; an empty slice: none). Errors: the source's own, a repeated key with
@@ -230,105 +287,73 @@ impl Workspace {
         plan: &Plan,
         cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
-        let method = plan.params.method;
-        self.generic = !matches!(
-            method,
-            Method::Rrf | Method::Rbc | Method::Isr | Method::LogIsr | Method::LognIsr
-        );
-        self.record = self.keep_occurrences || self.generic;
-        self.count_present = matches!(method, Method::Isr | Method::LogIsr | Method::LognIsr);
-        self.factors.clear();
         self.boosts.clear();
-        if self.generic && !self.keep_occurrences && self.prescore(keys, scores, plan, cancel)? {
-            return Ok(());
-        }
-        self.scan(keys, plan, cancel)?;
-        if self.generic {
-            self.count_read(keys, plan);
-            if self.dense && !self.keep_occurrences && method == Method::Condorcet {
-                // Untraced, from the scan's slots: no per-key entries nor contributions.
-                let (stride, occurrences) = (self.stride, &self.slot_occurrences);
-                let keys = &self.keys;
-                self.scored.condorcet_of(
-                    plan,
-                    &self.read,
-                    self.n_keys,
-                    |key: usize| {
-                        let at = key * stride;
-                        occurrences[at..at + ones(keys[key].seen)].iter().copied()
-                    },
-                    cancel,
-                )?;
-                self.scores.clear();
-                self.scores.extend_from_slice(&self.scored.scores);
-            } else if self.dense && !self.keep_occurrences {
-                self.score_dense(plan, scores, cancel)?;
-            } else {
-                self.score_generic(plan, scores, cancel)?;
-            }
+        self.by_contributions = false;
+        self.set_read(plan);
+        let method = plan.fusion.method;
+        let rank_terms = method.term().of_rank();
+        let dense = plan.fusion.duplicates != Duplicates::Sum && self.read.len() <= DENSE_MAX_LISTS;
+        // Traced rank terms are made again for the page from the occurrences (a page is often
+        // short): every other traced method, and every method but those in the general layout,
+        // is scored from its contributions.
+        let contributions = if rank_terms {
+            !dense && self.keep_occurrences
         } else {
-            self.score_keys(plan, cancel)?;
+            !dense || self.keep_occurrences
+        };
+        self.record = self.keep_occurrences || contributions || !rank_terms;
+        self.count_read(keys, plan);
+        if method.combine() == Combine::Copeland {
+            self.source = Source::Positions;
+            self.record = true;
+            self.scan(keys, plan, cancel)?;
+            return Ok(self.score_copeland(plan, scores, cancel)?);
         }
-        Ok(())
+        if contributions {
+            self.source = Source::Positions;
+            self.scan(keys, plan, cancel)?;
+            return Ok(self.score_by_contributions(plan, scores, cancel)?);
+        }
+        if rank_terms {
+            self.source = Source::RankTerms;
+            self.scan(keys, plan, cancel)?;
+            if !self.dense {
+                return Ok(self.score_grouped(plan, cancel)?);
+            }
+            return Ok(self.score_by_slots(plan, cancel)?);
+        }
+        if Terms::apply(plan, &self.read) && self.terms_before_scan(keys, scores, plan, cancel) {
+            self.source = Source::Terms;
+            self.record = self.keep_occurrences;
+            self.scan(keys, plan, cancel)?;
+            // A repeat skipped: each list's norm is over other items. Scanned again below.
+            if (0..self.stride).all(|slot| self.skipped[slot] == self.terms.holes[slot]) {
+                return Ok(self.score_by_slots(plan, cancel)?);
+            }
+        }
+        self.source = Source::Positions;
+        self.record = true;
+        self.scan(keys, plan, cancel)?;
+        Ok(self.score_deferred(plan, scores, cancel)?)
     }
 
-    /// The fast path of the commonest score fusions, untraced: each list's terms computed
-    /// before the scan ([`Scored::pre_terms`]), added by the scan as RRF's contributions are,
-    /// and summed per key ([`Scored::score_terms`]). False when it does not apply, or when the
-    /// scan skipped a repeat (a list's norm is then over other items): the caller scans again
-    /// the general way. Errors: the scan's own (a repeat with `duplicates="error"`, an
-    /// interruption), a score that is not finite.
-    fn prescore<S: KeySource>(
+    /// The terms of every list read, made before the scan ([`Terms::before_scan`]).
+    fn terms_before_scan<S: KeySource>(
         &mut self,
         keys: &mut S,
         scores: Scores<'_>,
         plan: &Plan,
         cancel: &Cancel<'_>,
-    ) -> Result<bool, S::Error> {
-        if plan.params.duplicates == Duplicates::Sum || plan.params.method == Method::Condorcet {
-            return Ok(false);
-        }
-        self.set_read(plan);
-        let mut pre = std::mem::take(&mut self.pre);
-        let ready = self.scored.pre_terms(
+    ) -> bool {
+        self.terms.before_scan(
             plan,
             &self.read,
             scores,
             |list| keys.len(list),
             |list, position| keys.is_hole(list, position),
             |list, n| keys.holes(list, n),
-            &mut pre,
             cancel,
-        );
-        self.pre = pre;
-        if !ready {
-            return Ok(false);
-        }
-        self.record = false;
-        self.prescored = true;
-        let scanned = self.scan(keys, plan, cancel);
-        self.prescored = false;
-        self.record = true;
-        scanned?;
-        if !self.dense || (0..self.stride).any(|slot| self.skipped[slot] != self.pre.holes[slot]) {
-            return Ok(false);
-        }
-        self.count_read(keys, plan);
-        self.scores.clear();
-        let keys_info = &self.keys;
-        Scored::score_terms(
-            plan,
-            &self.read,
-            &mut self.pre,
-            self.n_keys,
-            self.stride,
-            &mut self.slot_values,
-            |k| keys_info[k].seen,
-            |k| keys_info[k].first,
-            &mut self.scores,
-            cancel,
-        )?;
-        Ok(true)
+        )
     }
 
     /// The lists read: those of weight not 0, ascending.
@@ -343,7 +368,7 @@ impl Workspace {
     fn count_read<S: KeySource>(&mut self, keys: &S, plan: &Plan) {
         self.n_read.clear();
         self.n_read.resize(plan.n_lists(), 0);
-        let needed = plan.params.method == Method::Bordafuse
+        let needed = plan.fusion.method.term() == Term::Points
             || matches!(plan.norm, Norm::Rank | Norm::Borda);
         if !needed {
             return;
@@ -354,13 +379,9 @@ impl Workspace {
         }
     }
 
-    /// Scores by [`super::method`]: every key's occurrences, ordered by list then position.
-    fn score_generic(
-        &mut self,
-        plan: &Plan,
-        scores: Scores<'_>,
-        cancel: &Cancel<'_>,
-    ) -> Result<(), Error> {
+    /// Every key's counted occurrences (list, position), ordered by list then position, into
+    /// `entries` (key k's at `entry_offsets[k]..`), and its first occurrence into `firsts`.
+    fn collect_entries(&mut self) {
         self.entry_offsets.clear();
         self.entries.clear();
         self.firsts.clear();
@@ -368,70 +389,280 @@ impl Workspace {
         if !self.dense {
             self.group();
         }
-        let mut group = Vec::new();
-        for block in blocks(self.n_keys, POLL_KEYS) {
-            cancel.check()?;
-            for key in block {
-                group.clear();
-                if self.dense {
-                    let at = key * self.stride;
-                    group.extend(
-                        self.slot_occurrences[at..at + self.count(key)]
-                            .iter()
-                            .map(|&(list, position)| Entry { list, position }),
+        for key in 0..self.n_keys {
+            let start = self.entries.len();
+            if self.dense {
+                let at = key * self.stride;
+                let n = ones(self.keys[key].seen);
+                if self.source == Source::Positions {
+                    // Slot s holds the position in the s-th list read.
+                    let seen = self.keys[key].seen;
+                    let read = &self.read;
+                    let slots = &self.slot_values[at..at + self.stride];
+                    self.entries.extend(
+                        (0..self.stride)
+                            .filter(|&s| seen >> s & 1 == 1)
+                            .map(|s| (read[s] as u32, slots[s] as u32)),
                     );
                 } else {
-                    group.extend(self.grouped_of(key).iter().map(|o| Entry {
-                        list: o.list,
-                        position: o.position,
-                    }));
+                    self.entries
+                        .extend_from_slice(&self.slot_occurrences[at..at + n]);
                 }
-                group.sort_unstable_by_key(|e| (e.list, e.position));
-                self.entries.extend_from_slice(&group);
-                self.entry_offsets.push(self.entries.len() as u32);
-                self.firsts.push(self.keys[key].first);
+            } else {
+                let (a, b) = (self.offsets[key] as usize, self.offsets[key + 1] as usize);
+                let grouped = &self.grouped[a..b];
+                self.entries
+                    .extend(grouped.iter().map(|o| (o.list, o.position)));
             }
+            self.entries[start..].sort_unstable();
+            self.entry_offsets.push(self.entries.len() as u32);
+            self.firsts.push(self.keys[key].first);
         }
-        self.scored.score(
-            &Scanned {
-                plan,
-                read: &self.read,
-                n_read: &self.n_read,
-                offsets: &self.entry_offsets,
-                entries: &self.entries,
-                firsts: &self.firsts,
-                scores,
-            },
-            cancel,
-        )?;
-        self.scores.clear();
-        self.scores.extend_from_slice(&self.scored.scores);
-        Ok(())
     }
 
-    /// Scores by [`super::method`] in the dense layout without traces: from the scan's slots,
-    /// with no per-key entries built.
-    fn score_dense(
+    /// Scores every key from its contributions ([`Scored::score_contributions`]), each list
+    /// normalised over its counted items.
+    fn score_by_contributions(
         &mut self,
         plan: &Plan,
         scores: Scores<'_>,
         cancel: &Cancel<'_>,
     ) -> Result<(), Error> {
+        self.by_contributions = true;
+        self.collect_entries();
+        let (offsets, entries) = (&self.entry_offsets, &self.entries);
+        self.scored.normalise(
+            plan,
+            &self.read,
+            scores,
+            |list, out| out.extend(entries.iter().filter(|e| e.0 as usize == list).map(|e| e.1)),
+            cancel,
+        )?;
+        let q = Occurrences {
+            read: &self.read,
+            n_read: &self.n_read,
+            offsets,
+            entries,
+            firsts: &self.firsts,
+            scores,
+        };
+        self.scored.score_contributions(plan, &q, cancel)?;
+        self.scores.clear();
+        self.scores.extend_from_slice(&self.scored.scores);
+        self.normalize(plan)
+    }
+
+    /// Scores rank terms in the general layout, untraced ([`kernel::score_rank_terms`]).
+    fn score_grouped(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
+        self.group();
+        let (offsets, grouped, info) = (&self.offsets, &self.grouped, &self.keys);
+        let mut scores = std::mem::take(&mut self.scores);
+        scores.clear();
+        let scored = kernel::score_rank_terms(
+            plan,
+            self.n_keys,
+            |k| {
+                grouped[offsets[k] as usize..offsets[k + 1] as usize]
+                    .iter()
+                    .map(|o| (o.list, o.position))
+            },
+            |k| info[k].first,
+            &mut scores,
+            cancel,
+        );
+        self.scores = scores;
+        scored?;
+        self.normalize(plan)
+    }
+
+    /// Scores a dense query from its slots, untraced ([`kernel::score_slots`]).
+    fn score_by_slots(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
         let keys = &self.keys;
         let q = Dense {
             plan,
             read: &self.read,
-            n_read: &self.n_read,
-            skipped: &self.skipped,
             n_keys: self.n_keys,
             stride: self.stride,
-            occurrences: &self.slot_occurrences,
-            count: |k: usize| ones(keys[k].seen),
+            by_slot: self.source == Source::Positions,
+            seen: |k: usize| keys[k].seen,
             first: |k: usize| keys[k].first,
-            scores,
         };
         self.scores.clear();
-        self.scored.score_dense(&q, &mut self.scores, cancel)
+        if self.stride == 2 && !q.by_slot {
+            kernel::score_slots::<true, _, _>(&q, &mut self.slot_values, &mut self.scores, cancel)?;
+        } else {
+            kernel::score_slots::<false, _, _>(
+                &q,
+                &mut self.slot_values,
+                &mut self.scores,
+                cancel,
+            )?;
+        }
+        self.normalize(plan)
+    }
+
+    /// A dense query whose slots hold positions: each list normalised over its counted items,
+    /// then its terms made in place and scored from the slots — or, when a normalised value is
+    /// not finite (its error names the first, as the contributions' path finds it), or the mean
+    /// needs to know which values it keeps, from every key's contributions.
+    fn score_deferred(
+        &mut self,
+        plan: &Plan,
+        scores: Scores<'_>,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
+        let how = plan.fusion.method.combine();
+        let means = how.is_mean();
+        let (stride, read, n_keys) = (self.stride, &self.read, self.n_keys);
+        let (slot_values, info) = (&self.slot_values, &self.keys);
+        let counted = |list: usize, out: &mut Vec<u32>| {
+            let Ok(slot) = read.binary_search(&list) else {
+                return;
+            };
+            out.extend(
+                (0..n_keys)
+                    .filter(|&k| info[k].seen >> slot & 1 == 1)
+                    .map(|k| slot_values[k * stride + slot] as u32),
+            );
+        };
+        self.scored
+            .normalise(plan, &self.read, scores, counted, cancel)?;
+        let valuer = Valuer::new(plan, self.scored.norms(), &self.n_read, self.n_keys);
+        let n_keys = self.n_keys;
+        // A score fusion: each list's terms made at once, as before the scan but normalised
+        // over the items counted.
+        if plan.reads_scores()
+            && self
+                .terms
+                .after_scan(plan, &self.read, scores, self.scored.norms())
+        {
+            let (read, terms) = (&self.read, &self.terms);
+            let term_of = |slot: usize, position: u32| {
+                if position == kernel::UNRANKED {
+                    let v = valuer.value(read[slot], position, f64::NAN);
+                    kernel::term(plan, read[slot], position, v)
+                } else {
+                    terms.term(slot, position as usize)
+                }
+            };
+            let (info, slots) = (&mut self.keys, &mut self.slot_values);
+            // The geometric and harmonic means: which values each key keeps (bit 8 + slot).
+            if !terms.kept.is_empty() {
+                for (k, info) in info.iter_mut().enumerate().take(n_keys) {
+                    for s in 0..stride {
+                        if info.seen >> s & 1 == 1 && terms.kept(s, slots[k * stride + s] as usize)
+                        {
+                            info.seen |= 1 << (8 + s);
+                        }
+                    }
+                }
+            }
+            let seen = |k: usize| info[k].seen;
+            kernel::fill_slots(plan, read, slots, n_keys, stride, seen, term_of, cancel)?;
+            return self.score_by_slots(plan, cancel);
+        }
+        // The rank-based values (BordaFuse, the borda norm), or a value or term not finite.
+        let (read, info, slot_values) = (&self.read, &self.keys, &self.slot_values);
+        let raw = |slot: usize, position: u32| kernel::raw(scores, read[slot], position);
+        let value =
+            |slot: usize, position: u32| valuer.value(read[slot], position, raw(slot, position));
+        // Every value the slots hold finite, and none a mean skips: else the contributions.
+        let careful = means
+            || (plan.reads_scores()
+                && (0..n_keys).any(|k| {
+                    (0..stride).any(|s| {
+                        info[k].seen >> s & 1 == 1
+                            && !value(s, slot_values[k * stride + s] as u32).is_finite()
+                    })
+                }));
+        if careful {
+            return self.score_by_contributions(plan, scores, cancel);
+        }
+        let seen = |k: usize| info[k].seen;
+        let term_of = |slot: usize, position: u32| {
+            kernel::term(plan, read[slot], position, value(slot, position))
+        };
+        kernel::fill_slots(
+            plan,
+            read,
+            &mut self.slot_values,
+            n_keys,
+            stride,
+            seen,
+            term_of,
+            cancel,
+        )?;
+        self.score_by_slots(plan, cancel)
+    }
+
+    /// Condorcet: its contributions (traced; the general layout) or none, then every key's
+    /// wins ([`condorcet::copeland`]) from its counted occurrences.
+    fn score_copeland(
+        &mut self,
+        plan: &Plan,
+        scores: Scores<'_>,
+        cancel: &Cancel<'_>,
+    ) -> Result<(), Error> {
+        if self.keep_occurrences || !self.dense {
+            self.score_by_contributions(plan, scores, cancel)?;
+            let (offsets, entries) = (&self.entry_offsets, &self.entries);
+            condorcet::copeland(
+                plan,
+                &self.read,
+                self.n_keys,
+                |k| {
+                    entries[offsets[k] as usize..offsets[k + 1] as usize]
+                        .iter()
+                        .copied()
+                },
+                &mut self.copeland,
+                &mut self.scores,
+                cancel,
+            )?;
+            self.scored.scores.clone_from(&self.scores);
+            return Ok(());
+        }
+        // Untraced, from the scan's slots (by slot: the positions).
+        let (stride, read) = (self.stride, &self.read);
+        let (slots, info) = (&self.slot_values, &self.keys);
+        condorcet::copeland(
+            plan,
+            &self.read,
+            self.n_keys,
+            |k| {
+                let seen = info[k].seen;
+                (0..stride)
+                    .filter(move |&s| seen >> s & 1 == 1)
+                    .map(move |s| (read[s] as u32, slots[k * stride + s] as u32))
+            },
+            &mut self.copeland,
+            &mut self.scores,
+            cancel,
+        )
+    }
+
+    /// normalize=True: every score divided by the plan's normaliser, once every key's sum is
+    /// known and finite (the order is by the sums, kept in `sums`); a quotient that is not finite
+    /// is the error of the first such key.
+    fn normalize(&mut self, plan: &Plan) -> Result<(), Error> {
+        self.sums.clear();
+        let Some(top) = plan.normalizer else {
+            return Ok(());
+        };
+        self.sums.extend_from_slice(&self.scores);
+        for (key, (score, &sum)) in self.scores.iter_mut().zip(&self.sums).enumerate() {
+            *score = sum / top;
+            if !score.is_finite() {
+                let first = self.keys[key].first;
+                return Err(Problem::NonFiniteScore {
+                    key: KeyRef::at(first.0 as usize, first.1 as usize),
+                    score: *score,
+                    stage: Stage::Normalized,
+                }
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// The boost: adds `weight * (v - min) / (max - min)` to each key that has a value `v`
@@ -443,7 +674,7 @@ impl Workspace {
         plan: &Plan,
         mut value: impl FnMut(u32, i64, (u32, u32)) -> Result<Option<f64>, E>,
     ) -> Result<(), E> {
-        let weight = plan.params.boost_weight.unwrap_or(0.0);
+        let weight = plan.fusion.boost_weight.unwrap_or(0.0);
         let n = self.scores.len();
         self.boosts.clear();
         self.boosts.resize(n, f64::NAN);
@@ -490,7 +721,7 @@ impl Workspace {
         plan: &Plan,
         cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         self.n_keys = 0;
         self.scores.clear();
         self.sums.clear();
@@ -595,21 +826,19 @@ impl Workspace {
         cancel: &Cancel<'_>,
     ) -> Result<(), S::Error> {
         let stride = self.stride;
-        let pre = &self.pre;
-        let prescored = self.prescored;
-        // The pre-normalised geometric and harmonic means: which lists kept a key's value,
-        // in the bits above its seen-lists bits.
-        let track_kept = prescored && !pre.kept.is_empty();
-        // Deferred terms: each item in its slot's own cell (see `PreTerms::deferred`).
-        let by_slot = prescored && pre.deferred;
+        let (source, terms) = (self.source, &self.terms);
+        // Terms made before the scan for the geometric and harmonic means: which lists kept a
+        // key's value, in the bits above its seen-lists bits.
+        let track_kept = source == Source::Terms && !terms.kept.is_empty();
+        // Positions: each item in its slot's own cell.
+        let by_slot = source == Source::Positions;
         let keep_bits = !PAIR
             || self.record
-            || self.count_present
             || track_kept
             || by_slot
-            || (prescored && terms_need_count(plan.params.method));
-        let keep_occurrences = self.record;
-        let error_on_repeat = plan.params.duplicates == Duplicates::Error;
+            || plan.fusion.method.combine() != Combine::Sum;
+        let keep_occurrences = self.record && !by_slot;
+        let error_on_repeat = plan.fusion.duplicates == Duplicates::Error;
         // The lists read, in a fixed-size array: with `PAIR` the compiler knows there are two.
         let n_read = if PAIR { 2 } else { self.read.len() };
         let mut read = [0usize; DENSE_MAX_LISTS];
@@ -650,14 +879,15 @@ impl Workspace {
                     }
                     keys.set_seen(at, seen | mask);
                     let mut kept = 0u64;
-                    let c = if prescored {
-                        let at = pre.starts[slot] + position;
-                        if track_kept {
-                            kept = u64::from(pre.kept.get(at).copied().unwrap_or(0)) << (8 + slot);
+                    let c = match source {
+                        Source::RankTerms => plan.rank_term(list, position),
+                        Source::Terms => {
+                            if track_kept {
+                                kept = u64::from(terms.kept(slot, position)) << (8 + slot);
+                            }
+                            terms.term(slot, position)
                         }
-                        pre.terms.get(at).copied().unwrap_or(f64::NAN)
-                    } else {
-                        plan.contribution(list, position)
+                        Source::Positions => position as f64,
                     };
                     // With two lists a key not new has exactly the other list's bit.
                     let filled = if PAIR {
@@ -690,109 +920,10 @@ impl Workspace {
         Ok(())
     }
 
-    /// In dense mode, how many contributions key `id` has.
+    /// In dense mode, how many lists hold key `id`.
     #[inline]
     fn count(&self, id: usize) -> usize {
         ones(self.keys[id].seen)
-    }
-
-    /// Scores RRF, RBC and the ISR family: every key's contributions (rank values) added
-    /// canonically, times the ISR family's factor.
-    fn score_keys(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
-        let n_keys = self.n_keys;
-        self.scores.clear();
-        self.sums.clear();
-        if self.dense && self.stride == 2 {
-            // Two lists (`scan_dense::<true>`): a key has one or two contributions, at random.
-            // Without a branch on which: a missing second one is +0.0, and the canonical sum of
-            // (a, +0.0) is bit for bit that of (a) (a sum started at +0.0 is never -0.0, so
-            // adding +0.0 changes nothing).
-            if !self.count_present && plan.normalizer.is_none() {
-                // RRF and RBC, not normalised: the score is the sum.
-                self.scores.reserve(n_keys);
-                for block in blocks(n_keys, POLL_KEYS) {
-                    cancel.check()?;
-                    let start = block.start;
-                    let values = &self.slot_values[2 * start..2 * block.end];
-                    // (The canonical sum of two values: see `canonical_sum`.)
-                    self.scores
-                        .extend(values.chunks_exact(2).map(|pair| 0.0 + pair[0] + pair[1]));
-                    let block_scores = &self.scores[start..];
-                    if let Some(i) = block_scores.iter().position(|s| !s.is_finite()) {
-                        let score = block_scores[i];
-                        self.scores.truncate(start + i);
-                        let stage = if plan.params.method == Method::Rrf {
-                            Stage::Rrf
-                        } else {
-                            Stage::Fused
-                        };
-                        return Err(self.non_finite(start + i, score, stage));
-                    }
-                }
-                return Ok(());
-            }
-            for block in blocks(n_keys, POLL_KEYS) {
-                cancel.check()?;
-                for key in block {
-                    let at = key * 2;
-                    let (a, b) = (self.slot_values[at], self.slot_values[at + 1]);
-                    let (lo, hi) = if b < a { (b, a) } else { (a, b) };
-                    let present = if self.count_present {
-                        self.count(key)
-                    } else {
-                        0
-                    };
-                    self.push_score(key, 0.0 + lo + hi, plan, present)?;
-                }
-            }
-            return Ok(());
-        }
-        if self.dense {
-            for block in blocks(n_keys, POLL_KEYS) {
-                cancel.check()?;
-                for key in block {
-                    let at = key * self.stride;
-                    let n = self.count(key);
-                    let values = &mut self.slot_values[at..at + n];
-                    let s = match values {
-                        [a] => 0.0 + *a,
-                        _ => canonical_sum(values),
-                    };
-                    self.push_score(key, s, plan, n)?;
-                }
-            }
-            return Ok(());
-        }
-        self.group();
-        let mut lists = Vec::new();
-        for block in blocks(n_keys, POLL_KEYS) {
-            cancel.check()?;
-            for key in block {
-                let occs =
-                    &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize];
-                let value =
-                    |o: &Occurrence| plan.contribution(o.list as usize, o.position as usize);
-                let s = match occs {
-                    [a] => 0.0 + value(a),
-                    _ => {
-                        self.values.clear();
-                        self.values.extend(occs.iter().map(value));
-                        canonical_sum(&mut self.values)
-                    }
-                };
-                let present = if self.count_present {
-                    lists.clear();
-                    lists.extend(occs.iter().map(|o| o.list));
-                    lists.sort_unstable();
-                    lists.dedup();
-                    lists.len()
-                } else {
-                    0
-                };
-                self.push_score(key, s, plan, present)?;
-            }
-        }
-        Ok(())
     }
 
     /// Groups the occurrences (general layout) by key with a counting sort (stable: scan order
@@ -819,76 +950,6 @@ impl Workspace {
         }
     }
 
-    /// Key `key`'s occurrences once grouped, in scan order.
-    fn grouped_of(&self, key: usize) -> &[Occurrence] {
-        &self.grouped[self.offsets[key] as usize..self.offsets[key + 1] as usize]
-    }
-
-    /// A key's score from the canonical sum of its contributions: times the ISR family's
-    /// factor of its `present` lists, checked finite, then divided by the normaliser when there
-    /// is one and checked again. Inlined in every loop of [`Workspace::score_keys`] (called for
-    /// every key of every query); the errors are made out of line.
-    #[inline(always)]
-    fn push_score(
-        &mut self,
-        key: usize,
-        sum: f64,
-        plan: &Plan,
-        present: usize,
-    ) -> Result<(), Error> {
-        let sum = if self.count_present {
-            let p = present as f64;
-            let factor = match plan.params.method {
-                Method::Isr => p,
-                Method::LogIsr => p.ln(),
-                Method::LognIsr => (p + plan.sigma()).ln(),
-                _ => f64::NAN,
-            };
-            self.factors.push(factor);
-            if factor.is_nan() {
-                sum
-            } else {
-                sum * factor
-            }
-        } else {
-            sum
-        };
-        if !sum.is_finite() {
-            let stage = if plan.params.method == Method::Rrf {
-                Stage::Rrf
-            } else {
-                Stage::Fused
-            };
-            return Err(self.non_finite(key, sum, stage));
-        }
-        let score = match plan.normalizer {
-            None => sum,
-            Some(top) => {
-                self.sums.push(sum);
-                let s = sum / top;
-                if !s.is_finite() {
-                    return Err(self.non_finite(key, s, Stage::Normalized));
-                }
-                s
-            }
-        };
-        self.scores.push(score);
-        Ok(())
-    }
-
-    /// The error of key `key`'s score that is not finite.
-    #[cold]
-    #[inline(never)]
-    fn non_finite(&self, key: usize, score: f64, stage: Stage) -> Error {
-        let first = self.keys[key].first;
-        Problem::NonFiniteScore {
-            key: KeyRef::at(first.0 as usize, first.1 as usize),
-            score,
-            stage,
-        }
-        .into()
-    }
-
     /// The values hits are ordered by: the canonical sums (the scores unless normalised).
     fn order_values(&self) -> &[f64] {
         if self.sums.is_empty() {
@@ -911,7 +972,7 @@ impl Workspace {
     /// [`Workspace::rank`] that `cancel` can stop (`Problem::Interrupted`, the page left empty):
     /// it is polled between pieces of the sorts (see [`cancel::sort_unstable_by_key`]).
     pub fn rank_cancellable(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let n_keys = self.scores.len();
         self.page.clear();
         let ranked = match p.tie_break {
@@ -987,7 +1048,7 @@ impl Workspace {
     /// end): the best keys kept sorted in a small buffer as the keys go by, in id order, each
     /// rejected by one comparison once the buffer is full and it is no better than the last.
     fn rank_top(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let end = page_end(p.offset, p.limit, self.scores.len());
         let mut top = std::mem::take(&mut self.order);
         top.clear();
@@ -1031,7 +1092,7 @@ impl Workspace {
     /// sort bits with the low bits replaced by the key id) rather than u128, then re-sorts, with
     /// the full score, each run of keys whose scores agree on every bit but those low ones.
     fn rank_all(&mut self, plan: &Plan, cancel: &Cancel<'_>) -> Result<(), Error> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let n = self.scores.len() as u64;
         let bits = (64 - n.leading_zeros()).max(1);
         let low = (1u64 << bits) - 1;
@@ -1113,7 +1174,7 @@ impl Workspace {
         cancel: &Cancel<'_>,
         mut sort: impl FnMut(&mut [u32], &Firsts<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let p = &plan.params;
+        let p = &plan.fusion;
         let mut order = std::mem::take(&mut self.order);
         order.clear();
         let by = self.order_values();
@@ -1171,132 +1232,83 @@ impl Workspace {
         self.keys[id as usize].first
     }
 
-    /// Appends key `id`'s contributions, ordered by list then position; `scores` are the raw
-    /// scores the query was fused with. Needs a workspace made with `trace = true` (else the
-    /// dense layout has not kept where they came from).
+    /// Appends key `id`'s contributions, ordered by list then position, and returns what its
+    /// method did with them (factor, divisor; NaN: nothing); `scores` are the raw scores the
+    /// query was fused with. Needs a workspace made with `trace = true` (else the dense layout
+    /// has not kept where they came from).
+    #[inline(always)]
     pub fn contributions(
         &self,
         id: u32,
         plan: &Plan,
         scores: Scores<'_>,
         out: &mut Vec<Contribution>,
-    ) {
+    ) -> (f64, f64) {
         let i = id as usize;
-        if self.generic {
-            let (a, b) = (self.scored.offsets[i], self.scored.offsets[i + 1]);
-            out.extend_from_slice(&self.scored.contributions[a as usize..b as usize]);
-            return;
+        if self.by_contributions {
+            let s = &self.scored;
+            let (a, b) = (s.offsets[i] as usize, s.offsets[i + 1] as usize);
+            out.extend_from_slice(&s.contributions[a..b]);
+            return (s.factors[i], s.divisors[i]);
         }
-        let raw = |list: u32, position: u32| {
-            scores
-                .get(list as usize)
-                .copied()
-                .flatten()
-                .map_or(f64::NAN, |s| s[position as usize])
-        };
-        // (The values were sorted in place by the canonical sum: computed again.)
-        let contribution = |list: u32, position: u32| Contribution {
-            list,
-            position,
-            value: plan.contribution(list as usize, position as usize),
-            raw: raw(list, position),
-            normalized: f64::NAN,
-        };
-        let start = out.len();
-        if self.dense {
-            debug_assert!(self.keep_occurrences, "a workspace without traces");
-            let at = i * self.stride;
-            let n = self.count(i);
-            out.extend(
-                self.slot_occurrences[at..at + n]
-                    .iter()
-                    .map(|&(list, position)| contribution(list, position)),
-            );
-        } else {
-            out.extend(
-                self.grouped_of(i)
-                    .iter()
-                    .map(|o| contribution(o.list, o.position)),
-            );
-        }
-        out[start..].sort_unstable_by_key(|c| (c.list, c.position));
-    }
-
-    /// [`Workspace::trace`] of a rank-based method in the dense layout without raw scores: each
-    /// hit's contributions straight from its slots (at most [`DENSE_MAX_LISTS`]).
-    fn trace_dense(&self, plan: &Plan, out: &mut Trace) {
+        // The rank terms of the key's occurrences, made again (see `fuse_cancellable`).
         debug_assert!(self.keep_occurrences, "a workspace without traces");
-        let n = self.page.len();
-        out.contributions.reserve(n * self.stride);
-        out.offsets.reserve(n);
-        for &id in &self.page {
-            let i = id as usize;
-            let at = i * self.stride;
-            let start = out.contributions.len();
-            let n = self.count(i);
-            let occurrences = &self.slot_occurrences[at..at + n];
-            if self.stride == 2 {
-                // Two lists: the slots still hold the values in scan order (`score_keys` only
-                // reads them).
-                let values = &self.slot_values[at..at + n];
-                out.contributions.extend(occurrences.iter().zip(values).map(
-                    |(&(list, position), &value)| Contribution {
-                        list,
-                        position,
-                        value,
-                        raw: f64::NAN,
-                        normalized: f64::NAN,
-                    },
-                ));
-            } else {
-                out.contributions
-                    .extend(occurrences.iter().map(|&(list, position)| Contribution {
-                        list,
-                        position,
-                        value: plan.contribution(list as usize, position as usize),
-                        raw: f64::NAN,
-                        normalized: f64::NAN,
-                    }));
-            }
-            let mine = &mut out.contributions[start..];
-            match mine {
-                [_] => {}
-                [a, b] => {
-                    if (b.list, b.position) < (a.list, a.position) {
-                        std::mem::swap(a, b);
-                    }
-                }
-                _ => mine.sort_unstable_by_key(|c| (c.list, c.position)),
-            }
-            out.offsets.push(out.contributions.len());
+        let (at, n) = (i * self.stride, self.count(i));
+        // With two lists the slots still hold the terms in scan order (a sum of two values does
+        // not sort them); with more, the canonical sum may have sorted them: made again.
+        let pair = self.stride == 2;
+        let no_scores = scores.iter().all(Option::is_none);
+        let start = out.len();
+        for j in 0..n {
+            let (list, position) = self.slot_occurrences[at + j];
+            out.push(Contribution {
+                list,
+                position,
+                value: if pair {
+                    self.slot_values[at + j]
+                } else {
+                    plan.rank_term(list as usize, position as usize)
+                },
+                raw: if no_scores {
+                    f64::NAN
+                } else {
+                    kernel::raw(scores, list as usize, position)
+                },
+                normalized: f64::NAN,
+            });
         }
-        let at = |v: &[f64], id: u32| v.get(id as usize).copied().unwrap_or(f64::NAN);
-        out.factors
-            .extend(self.page.iter().map(|&id| at(&self.factors, id)));
-        out.divisors.resize(n, f64::NAN);
-        out.boosts
-            .extend(self.page.iter().map(|&id| at(&self.boosts, id)));
+        match &mut out[start..] {
+            [] | [_] => {}
+            [a, b] => {
+                if (b.list, b.position) < (a.list, a.position) {
+                    std::mem::swap(a, b);
+                }
+            }
+            mine => mine.sort_unstable_by_key(|c| (c.list, c.position)),
+        }
+        // (One contribution per list holding the key: its rank term.)
+        match plan.fusion.method.combine() {
+            Combine::Times(f) => (kernel::factor(plan, f, n, || f64::NAN), f64::NAN),
+            _ => (f64::NAN, f64::NAN),
+        }
     }
 
     /// The trace of the page: every hit's contributions and what its method did with them, in
     /// page order.
     pub fn trace(&self, plan: &Plan, scores: Scores<'_>, out: &mut Trace) {
         out.clear();
-        if !self.generic && self.dense && scores.iter().all(Option::is_none) {
-            self.trace_dense(plan, out);
-            return;
-        }
+        let n = self.page.len();
+        out.offsets.reserve(n);
+        out.factors.reserve(n);
+        out.divisors.reserve(n);
+        out.boosts.reserve(n);
+        out.contributions.reserve(n * self.stride.max(1));
         let at = |v: &[f64], id: u32| v.get(id as usize).copied().unwrap_or(f64::NAN);
         for &id in &self.page {
-            self.contributions(id, plan, scores, &mut out.contributions);
+            let (factor, divisor) = self.contributions(id, plan, scores, &mut out.contributions);
             out.offsets.push(out.contributions.len());
-            let (factors, divisors) = if self.generic {
-                (&self.scored.factors[..], &self.scored.divisors[..])
-            } else {
-                (&self.factors[..], &[][..])
-            };
-            out.factors.push(at(factors, id));
-            out.divisors.push(at(divisors, id));
+            out.factors.push(factor);
+            out.divisors.push(divisor);
             out.boosts.push(at(&self.boosts, id));
         }
     }

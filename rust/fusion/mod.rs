@@ -8,11 +8,14 @@
 //!
 //! [`rrf`] composes them for plain Rust keys of any `K: Hash + Eq + Ord`.
 
+pub mod condorcet;
 pub mod engine;
+pub mod kernel;
 pub mod keys;
-pub mod method;
 #[cfg(test)]
 mod method_tests;
+pub mod methods;
+pub mod norms;
 pub mod params;
 #[cfg(test)]
 mod tests;
@@ -20,10 +23,11 @@ pub mod trace;
 
 use std::hash::Hash;
 
-pub use engine::{Firsts, Workspace};
+pub use engine::{Caller, Firsts, Nothing, Workspace};
+pub use kernel::Scores;
 pub use keys::{IdTable, Interned, Interner, KeySource, Rows};
-pub use method::Scores;
-pub use params::{Duplicates, Method, Norm, Params, Plan, TieBreak};
+pub use methods::{Method, Norm, METHODS, NORMS};
+pub use params::{Duplicates, Fusion, Plan, Settings, TieBreak};
 pub use trace::{Contribution, Trace};
 
 use crate::cancel::Cancel;
@@ -100,30 +104,41 @@ pub struct Hit {
     pub score: f64,
 }
 
-/// RRF of `lists` (plain Rust keys, equal keys being one key) with `params`, checked: the page of
-/// hits, best first; with [`TieBreak::Key`] tied keys are ordered by `K`'s order.
-pub fn rrf<K: Hash + Eq + Ord>(lists: &[&[K]], params: &Params) -> Result<Vec<Hit>> {
-    let plan = params.plan(lists.len())?;
+/// Orders tied keys by `K`'s order: the key object at a key's first occurrence.
+struct ByKey<'a, K>(&'a [&'a [K]]);
+
+impl<K: Ord> Caller<crate::Error> for ByKey<'_, K> {
+    fn orders_ties(&self) -> bool {
+        true
+    }
+
+    fn order_ties(&mut self, group: &mut [u32], firsts: &Firsts<'_>) -> Result<()> {
+        let key = |id: u32| {
+            let (list, position) = firsts.get(id);
+            &self.0[list as usize][position as usize]
+        };
+        group.sort_by(|&a, &b| key(a).cmp(key(b)));
+        Ok(())
+    }
+}
+
+/// A fusion of `lists` (plain Rust keys, equal keys being one key) with `fusion`'s settings,
+/// checked: the page of hits, best first; with [`TieBreak::Key`] tied keys are ordered by
+/// `K`'s order.
+pub fn rrf<K: Hash + Eq + Ord>(lists: &[&[K]], fusion: &Fusion) -> Result<Vec<Hit>> {
+    let plan = fusion.check_plan(lists.len())?;
     let lens: Vec<usize> = lists.iter().map(|l| l.len()).collect();
     let mut interner = Interner::new(lists);
     let mut ws = Workspace::new(false);
-    ws.fuse(
+    ws.run(
+        &plan,
         &mut Interned::new(&lens, |l, p, next| {
             Ok::<_, crate::Error>(interner.intern(l, p, next))
         }),
         &[],
-        &plan,
+        &mut ByKey(lists),
+        &Cancel::none(),
     )?;
-    match plan.params.tie_break {
-        TieBreak::BestRank => ws.rank(&plan),
-        TieBreak::Key => {
-            let key = |firsts: &engine::Firsts<'_>, id: u32| interner.key(firsts.get(id));
-            ws.rank_groups(&plan, &Cancel::none(), |group, firsts| {
-                group.sort_by(|&a, &b| key(firsts, a).cmp(key(firsts, b)));
-                Ok::<(), crate::Error>(())
-            })?;
-        }
-    }
     Ok(ws
         .page()
         .iter()

@@ -1,12 +1,22 @@
-//! The arguments of a fusion: one value check per argument (the binding calls them in signature
-//! order, as the reference checks, so that a call with several mistakes reports the first one;
-//! [`Params::plan`] calls them all for Rust callers), and the [`Plan`] a checked call runs.
+//! The settings of a fusion and their one checker.
+//!
+//! [`Settings`] is what a caller gave, converted but not checked: each setting not given, a
+//! value, or a value the caller's layer could not convert (the Python binding's `TypeError`,
+//! kept as an error value so that it is reported in its turn). [`Settings::check`] checks them
+//! in the reference's order — method, norm, k, weights, window, duplicates, tie_break, offset,
+//! limit, min_score, normalize, lower_is_better, phi, gamma, sigma, boost_weight, trace — and
+//! returns a [`Fusion`]: the checked settings of any number of calls (`rankfusion.Fusion`).
+//! [`Fusion::plan`] adds what depends on a call's number of lists (the weights' and flags'
+//! lengths, normalize's divisor): the [`Plan`] the engine runs. The checks of a call's own inputs
+//! (raw scores, the boost) are here too ([`raw_score`], [`Fusion::check_boost`], ...).
 
+use super::canonical_sum;
+pub use super::methods::{Combine, Kind, Method, Norm, Param, Term};
 use crate::error::{Error, Result};
-use crate::trec::pyrepr;
+use crate::format;
 
 /// What a key that repeats inside one list does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Duplicates {
     /// Only the first (best) occurrence counts.
     First,
@@ -27,10 +37,14 @@ impl Duplicates {
             _ => None,
         }
     }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
 }
 
 /// How hits with equal scores are ordered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TieBreak {
     /// First appearance in the interleaved scan.
     BestRank,
@@ -48,209 +62,141 @@ impl TieBreak {
             _ => None,
         }
     }
-}
-
-/// How a fusion scores keys (docs/semantics.md, "Fusion methods").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
-    // Rank-based: the values come from the ranks.
-    Rrf,
-    Rbc,
-    Isr,
-    LogIsr,
-    LognIsr,
-    Bordafuse,
-    Condorcet,
-    // Score-based: the values come from the lists' scores, normalised.
-    Sum,
-    Wsum,
-    Mnz,
-    Anz,
-    Gmnz,
-    Max,
-    Min,
-    Med,
-    Wmnz,
-    Mixed,
-    Dbsf,
-    RelativeScore,
-    ArithmeticMean,
-    GeometricMean,
-    HarmonicMean,
-}
-
-impl Method {
-    pub const NAMES: [&'static str; 22] = [
-        "rrf",
-        "rbc",
-        "isr",
-        "log_isr",
-        "logn_isr",
-        "bordafuse",
-        "condorcet",
-        "sum",
-        "wsum",
-        "mnz",
-        "anz",
-        "gmnz",
-        "max",
-        "min",
-        "med",
-        "wmnz",
-        "mixed",
-        "dbsf",
-        "relative_score",
-        "arithmetic_mean",
-        "geometric_mean",
-        "harmonic_mean",
-    ];
-    const ALL: [Method; 22] = [
-        Method::Rrf,
-        Method::Rbc,
-        Method::Isr,
-        Method::LogIsr,
-        Method::LognIsr,
-        Method::Bordafuse,
-        Method::Condorcet,
-        Method::Sum,
-        Method::Wsum,
-        Method::Mnz,
-        Method::Anz,
-        Method::Gmnz,
-        Method::Max,
-        Method::Min,
-        Method::Med,
-        Method::Wmnz,
-        Method::Mixed,
-        Method::Dbsf,
-        Method::RelativeScore,
-        Method::ArithmeticMean,
-        Method::GeometricMean,
-        Method::HarmonicMean,
-    ];
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::NAMES
-            .iter()
-            .position(|&n| n == name)
-            .map(|i| Self::ALL[i])
-    }
 
     pub fn name(self) -> &'static str {
-        Self::NAMES[Self::ALL.iter().position(|&m| m == self).unwrap_or(0)]
+        Self::NAMES[self as usize]
+    }
+}
+
+/// A setting as the caller gave it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Given<T> {
+    /// Not given (or given as None where None means "not given").
+    #[default]
+    Missing,
+    Value(T),
+    /// Given, but not convertible: the error the caller's layer made of it (a wrong type, an
+    /// unknown name, a number too large for a float).
+    Bad(Error),
+}
+
+impl<T> Given<T> {
+    fn is_given(&self) -> bool {
+        !matches!(self, Given::Missing)
     }
 
-    /// Whether the values come from the ranks (no normalisation, no scores needed).
-    pub fn is_rank_based(self) -> bool {
-        matches!(
-            self,
-            Method::Rrf
-                | Method::Rbc
-                | Method::Isr
-                | Method::LogIsr
-                | Method::LognIsr
-                | Method::Bordafuse
-                | Method::Condorcet
-        )
-    }
-
-    pub fn is_weighted(self) -> bool {
-        matches!(
-            self,
-            Method::Rrf
-                | Method::Rbc
-                | Method::Bordafuse
-                | Method::Condorcet
-                | Method::Wsum
-                | Method::Wmnz
-                | Method::Mixed
-                | Method::RelativeScore
-                | Method::ArithmeticMean
-                | Method::GeometricMean
-                | Method::HarmonicMean
-        )
-    }
-
-    pub fn is_mean(self) -> bool {
-        matches!(
-            self,
-            Method::ArithmeticMean | Method::GeometricMean | Method::HarmonicMean
-        )
-    }
-
-    /// The normalisation the method applies itself, if any.
-    pub fn own_norm(self) -> Option<Norm> {
+    /// The value, `None` when not given, or the conversion's error.
+    fn value(self) -> Result<Option<T>> {
         match self {
-            Method::Dbsf => Some(Norm::Dbsf),
-            Method::RelativeScore => Some(Norm::MinMax),
-            _ => None,
+            Given::Missing => Ok(None),
+            Given::Value(v) => Ok(Some(v)),
+            Given::Bad(e) => Err(e),
         }
     }
+}
 
-    /// Whether the method takes the parameter `name` ("k", "phi", "gamma", "sigma",
-    /// "normalize").
-    pub fn takes(self, name: &str) -> bool {
-        matches!(
-            (self, name),
-            (Method::Rrf, "k" | "normalize")
-                | (Method::Rbc, "phi")
-                | (Method::Gmnz, "gamma")
-                | (Method::LognIsr, "sigma")
-        )
+impl<T> From<T> for Given<T> {
+    fn from(value: T) -> Self {
+        Given::Value(value)
     }
 }
 
-/// A list's normalisation, for score-based methods.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Norm {
-    None,
-    MinMax,
-    Max,
-    Sum,
-    ZScore,
-    L2,
-    Rank,
-    Borda,
-    Dbsf,
-}
-
-impl Norm {
-    pub const NAMES: [&'static str; 9] = [
-        "none", "min-max", "max", "sum", "z-score", "l2", "rank", "borda", "dbsf",
-    ];
-    const ALL: [Norm; 9] = [
-        Norm::None,
-        Norm::MinMax,
-        Norm::Max,
-        Norm::Sum,
-        Norm::ZScore,
-        Norm::L2,
-        Norm::Rank,
-        Norm::Borda,
-        Norm::Dbsf,
-    ];
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::NAMES
-            .iter()
-            .position(|&n| n == name)
-            .map(|i| Self::ALL[i])
-    }
-
-    pub fn name(self) -> &'static str {
-        Self::NAMES[Self::ALL.iter().position(|&m| m == self).unwrap_or(0)]
-    }
-
-    /// Whether it reads the lists' scores (`rank` and `borda` read the ranks only).
-    pub fn reads_scores(self) -> bool {
-        !matches!(self, Norm::Rank | Norm::Borda)
+impl<T> From<Option<T>> for Given<T> {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Given::Missing, Given::Value)
     }
 }
 
-/// The arguments of one fusion (docs/semantics.md), before the number of lists is known.
+/// An integer setting: its value, saturated to the i64 range, and, when it did not fit, its
+/// decimal digits (for a message).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Params {
-    pub k: f64,
+pub struct Integer {
+    pub value: i64,
+    pub digits: Option<String>,
+}
+
+impl From<i64> for Integer {
+    fn from(value: i64) -> Self {
+        Integer {
+            value,
+            digits: None,
+        }
+    }
+}
+
+/// The settings as given: a sequence setting holds its items, each given or not convertible.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Settings {
+    pub method: Given<Method>,
+    pub norm: Given<Norm>,
+    pub k: Given<f64>,
+    pub weights: Given<Vec<Given<f64>>>,
+    pub window: Given<Integer>,
+    pub duplicates: Given<Duplicates>,
+    pub tie_break: Given<TieBreak>,
+    pub offset: Given<Integer>,
+    pub limit: Given<Integer>,
+    pub min_score: Given<f64>,
+    pub normalize: Given<bool>,
+    pub lower_is_better: Given<Vec<Given<bool>>>,
+    pub phi: Given<f64>,
+    pub gamma: Given<f64>,
+    pub sigma: Given<f64>,
+    pub boost_weight: Given<f64>,
+    pub trace: Given<bool>,
+}
+
+/// The names of the settings, in the checker's order (the order of `rankfusion.Fusion`'s
+/// signature).
+pub const SETTINGS: [&str; 17] = [
+    "method",
+    "norm",
+    "k",
+    "weights",
+    "window",
+    "duplicates",
+    "tie_break",
+    "offset",
+    "limit",
+    "min_score",
+    "normalize",
+    "lower_is_better",
+    "phi",
+    "gamma",
+    "sigma",
+    "boost_weight",
+    "trace",
+];
+
+/// The settings `rrf` (and `rrf_batch`, `rrf_many`) accept: the others name what RRF has not.
+pub const RRF_SETTINGS: [&str; 10] = [
+    "k",
+    "weights",
+    "window",
+    "duplicates",
+    "tie_break",
+    "offset",
+    "limit",
+    "min_score",
+    "normalize",
+    "trace",
+];
+
+/// The default of `k` (RRF's constant).
+pub const K: f64 = 60.0;
+/// The default of `sigma` (logn_isr's).
+pub const SIGMA: f64 = 0.01;
+
+/// The checked settings of a fusion: what `rankfusion.Fusion` holds. Each setting is canonical
+/// (`None` where it is not given or equals the method's default), so that two fusions that
+/// compute the same are equal. Made by [`Settings::check`] (or, from Rust, [`Fusion::check`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fusion {
+    pub method: Method,
+    /// The normalisation asked for (None: the method's own, or none).
+    pub norm: Option<Norm>,
+    /// RRF's constant (None: [`K`]).
+    pub k: Option<f64>,
     /// One weight per list; `None`: every list weighs 1.0.
     pub weights: Option<Vec<f64>>,
     /// Only the first `window` items of each list are read (>= 1).
@@ -261,22 +207,23 @@ pub struct Params {
     pub limit: Option<usize>,
     pub min_score: Option<f64>,
     pub normalize: bool,
-    pub method: Method,
-    /// The normalisation asked for (None: the method's own, or none).
-    pub norm: Option<Norm>,
-    pub phi: Option<f64>,
-    pub gamma: Option<f64>,
-    pub sigma: Option<f64>,
     /// Per list, whether its scores are lower-is-better (negated before normalisation).
     pub lower_is_better: Option<Vec<bool>>,
-    /// The weight of the boost (its values are the caller's, per key).
+    pub phi: Option<f64>,
+    pub gamma: Option<f64>,
+    /// logn_isr's (None: [`SIGMA`]).
+    pub sigma: Option<f64>,
+    /// The weight of the boost (its values are each call's, per key).
     pub boost_weight: Option<f64>,
+    pub trace: bool,
 }
 
-impl Default for Params {
+impl Default for Fusion {
     fn default() -> Self {
-        Params {
-            k: 60.0,
+        Fusion {
+            method: Method::Rrf,
+            norm: None,
+            k: None,
             weights: None,
             window: None,
             duplicates: Duplicates::First,
@@ -285,131 +232,66 @@ impl Default for Params {
             limit: None,
             min_score: None,
             normalize: false,
-            method: Method::Rrf,
-            norm: None,
+            lower_is_better: None,
             phi: None,
             gamma: None,
             sigma: None,
-            lower_is_better: None,
             boost_weight: None,
+            trace: false,
         }
     }
 }
 
-// --- one check per argument -------------------------------------------------------------------
+// --- the checks -----------------------------------------------------------------------------
 
-/// A real argument that must be finite.
-pub fn finite(name: &str, x: f64) -> Result<f64> {
+/// A value error about `argument`.
+fn invalid(argument: &str, message: String) -> Error {
+    Error::invalid(argument, message)
+}
+
+/// A real setting that must be finite (`name` is what the message calls it: `weights[2]`).
+pub fn finite(argument: &str, name: &str, x: f64) -> Result<f64> {
     if x.is_finite() {
         Ok(x)
     } else {
-        Err(Error::invalid(
-            name,
-            format!("{name} must be finite, got {}", pyrepr::float(x)),
+        Err(invalid(
+            argument,
+            format!("{name} must be finite, got {}", format::float(x)),
         ))
     }
 }
 
-/// A raw score: never NaN; infinite only where the method does not `read` it (a rank-based
-/// method carries it into traces). `name` (`scores[i][j]`) is made only for the error.
-pub fn raw_score(x: f64, read: bool, name: impl FnOnce() -> String) -> Result<f64> {
-    if x.is_nan() {
-        let name = name();
-        return Err(Error::invalid(&name, format!("{name} must not be NaN")));
-    }
-    if read && !x.is_finite() {
-        return finite(&name(), x);
+/// A raw score (`scores[i][j]` of `rank`): never NaN; infinite only where the method does not
+/// `read` it (a rank-based method carries it into traces).
+pub fn raw_score(x: f64, read: bool, list: usize, position: usize) -> Result<f64> {
+    if x.is_nan() || (read && !x.is_finite()) {
+        return Err(bad_raw_score(x, list, position));
     }
     Ok(x)
 }
 
-pub fn k(k: f64) -> Result<f64> {
-    finite("k", k)?;
-    if k < 0.0 {
-        return Err(Error::invalid(
-            "k",
-            format!("k must be >= 0, got {}", pyrepr::float(k)),
-        ));
-    }
-    Ok(k)
+#[cold]
+fn bad_raw_score(x: f64, list: usize, position: usize) -> Error {
+    let name = format!("scores[{list}][{position}]");
+    let message = if x.is_nan() {
+        format!("{name} must not be NaN")
+    } else {
+        format!("{name} must be finite, got {}", format::float(x))
+    };
+    invalid("scores", message).at_item(list, position)
 }
 
 /// A parameter given to a method that does not use it.
 pub fn unused(name: &str, method: Method) -> Error {
-    Error::invalid(
+    invalid(
         name,
         format!("{name} is not used by method '{}'", method.name()),
     )
 }
 
-/// The normalisation in effect for `method` given `norm` (None: not given).
-pub fn norm(method: Method, norm: Option<Norm>) -> Result<Norm> {
-    match (norm, method.own_norm()) {
-        (Some(_), _) if method.is_rank_based() => Err(unused("norm", method)),
-        (Some(_), Some(own)) => Err(Error::invalid(
-            "norm",
-            format!(
-                "norm is not used by method '{}': it normalises with '{}'",
-                method.name(),
-                own.name()
-            ),
-        )),
-        (_, Some(own)) => Ok(own),
-        (Some(n), None) => Ok(n),
-        (None, None) => Ok(Norm::None),
-    }
-}
-
-/// A weight of a mean method, which must not be negative.
-pub fn mean_weight(method: Method, i: usize, w: f64) -> Result<f64> {
-    if method.is_mean() && w < 0.0 {
-        return Err(Error::invalid(
-            "weights",
-            format!(
-                "weights[{i}] must be >= 0 for method '{}', got {}",
-                method.name(),
-                pyrepr::float(w)
-            ),
-        ));
-    }
-    Ok(w)
-}
-
-/// `phi`: 0 <= phi < 1.
-pub fn phi(phi: f64) -> Result<f64> {
-    if (0.0..1.0).contains(&phi) {
-        Ok(phi)
-    } else {
-        Err(Error::invalid(
-            "phi",
-            format!("phi must satisfy 0 <= phi < 1, got {}", pyrepr::float(phi)),
-        ))
-    }
-}
-
-/// `sigma`: 0 <= sigma <= 1.
-pub fn sigma(sigma: f64) -> Result<f64> {
-    if (0.0..=1.0).contains(&sigma) {
-        Ok(sigma)
-    } else {
-        Err(Error::invalid(
-            "sigma",
-            format!(
-                "sigma must satisfy 0 <= sigma <= 1, got {}",
-                pyrepr::float(sigma)
-            ),
-        ))
-    }
-}
-
-/// A method parameter that is required and was not given.
-pub fn needed(name: &str, method: Method) -> Error {
-    Error::invalid(name, format!("method '{}' needs {name}", method.name()))
-}
-
 /// A list read by a score-based method that has no scores.
 pub fn scores_missing(method: Method, norm: Norm, list: usize) -> Error {
-    Error::invalid(
+    invalid(
         "scores",
         format!(
             "method '{}' with norm '{}' needs scores for every list: scores[{list}] is missing",
@@ -417,46 +299,37 @@ pub fn scores_missing(method: Method, norm: Norm, list: usize) -> Error {
             norm.name()
         ),
     )
+    .for_list(list)
 }
 
-/// `weights` holds one value per list.
-pub fn weights_len(n_weights: usize, n_lists: usize) -> Result<()> {
-    if n_weights == n_lists {
+/// A per-list setting of `got` values for `n_lists` lists.
+fn per_list(argument: &str, got: usize, n_lists: usize, what: &str) -> Result<()> {
+    if got == n_lists {
         Ok(())
     } else {
-        Err(Error::invalid(
-            "weights",
-            format!("weights has {n_weights} values for {n_lists} lists"),
+        Err(invalid(
+            argument,
+            format!("{argument} has {got} {what} for {n_lists} lists"),
         ))
     }
 }
 
-/// `lower_is_better` holds one flag per list.
-pub fn lower_is_better_len(n_values: usize, n_lists: usize) -> Result<()> {
-    if n_values == n_lists {
+/// `scores` of a query: one entry per list, each as long as its list.
+pub fn scores_len(got: usize, n_lists: usize) -> Result<()> {
+    per_list("scores", got, n_lists, "entries")
+}
+
+/// `scores[i]`'s length against its list's.
+pub fn list_scores_len(list: usize, got: usize, keys: usize) -> Result<()> {
+    if got == keys {
         Ok(())
     } else {
-        Err(Error::invalid(
-            "lower_is_better",
-            format!("lower_is_better has {n_values} values for {n_lists} lists"),
-        ))
+        Err(invalid(
+            "scores",
+            format!("scores[{list}] has {got} values for {keys} keys"),
+        )
+        .for_list(list))
     }
-}
-
-pub fn weight(i: usize, w: f64) -> Result<f64> {
-    finite(&format!("weights[{i}]"), w)
-}
-
-pub fn window(window: usize) -> Result<usize> {
-    if window >= 1 {
-        Ok(window)
-    } else {
-        Err(Error::invalid("window", "window must be >= 1, got 0"))
-    }
-}
-
-pub fn min_score(m: f64) -> Result<f64> {
-    finite("min_score", m)
 }
 
 /// normalize=True's divisor: the values `w / (k + 1)` of the lists of positive weight, added
@@ -468,125 +341,407 @@ pub fn normalizer(weights: &[f64], k: f64) -> Result<f64> {
         .map(|&w| w / (k + 1.0))
         .collect();
     if tops.is_empty() {
-        return Err(Error::invalid(
+        return Err(invalid(
             "normalize",
-            "normalize=True needs at least one list with a positive weight",
+            "normalize=True needs at least one list with a positive weight".into(),
         ));
     }
-    let top = super::canonical_sum(&mut tops);
+    let top = canonical_sum(&mut tops);
     if top > 0.0 && top.is_finite() {
         Ok(top)
     } else {
-        Err(Error::invalid(
+        Err(invalid(
             "normalize",
             format!(
                 "normalize=True: the largest possible score is {}",
-                pyrepr::float(top)
+                format::float(top)
             ),
         ))
     }
 }
 
-impl Params {
-    /// Checks every argument in signature order for `n_lists` lists and returns the plan.
-    pub fn plan(&self, n_lists: usize) -> Result<Plan> {
-        let method = self.method;
-        let norm = norm(method, self.norm)?;
-        k(self.k)?;
-        let weights = match &self.weights {
-            None => vec![1.0; n_lists],
-            Some(w) => {
-                if !method.is_weighted() {
-                    return Err(unused("weights", method));
-                }
-                weights_len(w.len(), n_lists)?;
-                for (i, &x) in w.iter().enumerate() {
-                    mean_weight(method, i, weight(i, x)?)?;
-                }
-                w.clone()
+/// An integer setting that must be >= `minimum`, as a count; one beyond the i64 range is
+/// `usize::MAX` (no bound: no list is that long).
+fn count(name: &str, n: Integer, minimum: i64) -> Result<usize> {
+    if n.value < minimum {
+        let shown = n.digits.unwrap_or_else(|| n.value.to_string());
+        return Err(invalid(
+            name,
+            format!("{name} must be >= {minimum}, got {shown}"),
+        ));
+    }
+    Ok(match n.digits {
+        Some(_) => usize::MAX,
+        None => usize::try_from(n.value).unwrap_or(usize::MAX),
+    })
+}
+
+/// A real parameter (phi, gamma, sigma, min_score, boost_weight): finite.
+fn real(name: &str, x: Given<f64>) -> Result<Option<f64>> {
+    x.value()?.map(|x| finite(name, name, x)).transpose()
+}
+
+/// `x + 0.0`: -0.0 as 0.0, so that equal settings have equal bits.
+fn plain(x: f64) -> f64 {
+    x + 0.0
+}
+
+impl Settings {
+    /// Checks every setting in the reference's order (see the module's documentation) and
+    /// returns the fusion. Errors name the argument (`Error::argument`).
+    pub fn check(self) -> Result<Fusion> {
+        let method = self.method.value()?.unwrap_or(Method::Rrf);
+        let info = method.info();
+        let norm = self.norm.value()?;
+        if norm.is_some() {
+            if info.kind == Kind::Rank {
+                return Err(unused("norm", method));
             }
-        };
-        if let Some(w) = self.window {
-            window(w)?;
-        }
-        if let Some(m) = self.min_score {
-            min_score(m)?;
-        }
-        if self.normalize && !method.takes("normalize") {
-            return Err(unused("normalize", method));
-        }
-        let normalizer = self
-            .normalize
-            .then(|| normalizer(&weights, self.k))
-            .transpose()?;
-        if let Some(lower) = &self.lower_is_better {
-            if method.is_rank_based() || !norm.reads_scores() {
-                return Err(unused("lower_is_better", method));
-            }
-            lower_is_better_len(lower.len(), n_lists)?;
-        }
-        for (name, value) in [
-            ("phi", self.phi),
-            ("gamma", self.gamma),
-            ("sigma", self.sigma),
-        ] {
-            match (value, method.takes(name)) {
-                (Some(_), false) => return Err(unused(name, method)),
-                (None, true) if name != "sigma" => return Err(needed(name, method)),
-                (Some(x), true) => {
-                    finite(name, x)?;
-                }
-                _ => {}
-            }
-        }
-        if let Some(p) = self.phi {
-            phi(p)?;
-        }
-        if let Some(s) = self.sigma {
-            sigma(s)?;
-        }
-        if let Some(w) = self.boost_weight {
-            finite("boost_weight", w)?;
-            if self.normalize {
-                return Err(Error::invalid(
-                    "boost",
-                    "boost cannot be combined with normalize=True",
+            if let Some(own) = info.own_norm {
+                return Err(invalid(
+                    "norm",
+                    format!(
+                        "norm is not used by method '{}': it normalises with '{}'",
+                        method.name(),
+                        own.name()
+                    ),
                 ));
             }
         }
-        let mut plan = Plan::checked(self.clone(), weights, normalizer);
-        plan.norm = norm;
-        Ok(plan)
+        let norm = norm.filter(|&n| n != Norm::None);
+        let effective_norm = info.own_norm.or(norm).unwrap_or(Norm::None);
+        if self.k.is_given() && !method.takes(Param::K) {
+            return Err(unused("k", method));
+        }
+        let k = self.k.value()?.map(|k| finite("k", "k", k)).transpose()?;
+        if let Some(k) = k.filter(|&k| k < 0.0) {
+            return Err(invalid(
+                "k",
+                format!("k must be >= 0, got {}", format::float(k)),
+            ));
+        }
+        let k = k.map(plain).filter(|&k| k != K);
+        if self.weights.is_given() && !info.weighted {
+            return Err(unused("weights", method));
+        }
+        let weights = match self.weights.value()? {
+            None => None,
+            Some(items) => {
+                let mut weights = Vec::with_capacity(items.len());
+                for (i, w) in items.into_iter().enumerate() {
+                    let name = format!("weights[{i}]");
+                    let w = finite("weights", &name, w.value()?.unwrap_or(f64::NAN))
+                        .map_err(|e| e.for_list(i))?;
+                    weights.push(plain(w));
+                }
+                if info.combine.is_mean() {
+                    if let Some((i, &w)) = weights.iter().enumerate().find(|(_, &w)| w < 0.0) {
+                        return Err(invalid(
+                            "weights",
+                            format!(
+                                "weights[{i}] must be >= 0 for method '{}', got {}",
+                                method.name(),
+                                format::float(w)
+                            ),
+                        )
+                        .for_list(i));
+                    }
+                }
+                Some(weights)
+            }
+        };
+        let window = self
+            .window
+            .value()?
+            .map(|w| count("window", w, 1))
+            .transpose()?;
+        let duplicates = self.duplicates.value()?.unwrap_or(Duplicates::First);
+        let tie_break = self.tie_break.value()?.unwrap_or(TieBreak::BestRank);
+        let offset = self
+            .offset
+            .value()?
+            .map(|o| count("offset", o, 0))
+            .transpose()?
+            .unwrap_or(0);
+        let limit = self
+            .limit
+            .value()?
+            .map(|l| count("limit", l, 0))
+            .transpose()?;
+        let min_score = real("min_score", self.min_score)?.map(plain);
+        let normalize = self.normalize.value()?.unwrap_or(false);
+        if normalize && !method.takes(Param::Normalize) {
+            return Err(unused("normalize", method));
+        }
+        if normalize {
+            if let Some(w) = &weights {
+                normalizer(w, k.unwrap_or(K))?;
+            }
+        }
+        if self.lower_is_better.is_given() {
+            if info.kind == Kind::Rank {
+                return Err(unused("lower_is_better", method));
+            }
+            if !effective_norm.reads_scores() {
+                // It reads the ranks, not the scores.
+                return Err(invalid(
+                    "lower_is_better",
+                    format!(
+                        "lower_is_better is not used by norm '{}'",
+                        effective_norm.name()
+                    ),
+                ));
+            }
+        }
+        let lower_is_better = match self.lower_is_better.value()? {
+            None => None,
+            Some(flags) => Some(
+                flags
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, f)| Ok(f.value().map_err(|e| e.for_list(i))?.unwrap_or(false)))
+                    .collect::<Result<Vec<bool>>>()?,
+            ),
+        };
+        let mut parameters = [None; 3];
+        for (slot, (param, value)) in parameters.iter_mut().zip([
+            (Param::Phi, self.phi),
+            (Param::Gamma, self.gamma),
+            (Param::Sigma, self.sigma),
+        ]) {
+            let name = param.name();
+            let takes = method.takes(param);
+            if value.is_given() && !takes {
+                return Err(unused(name, method));
+            }
+            if !value.is_given() && takes && param != Param::Sigma {
+                return Err(invalid(
+                    name,
+                    format!("method '{}' needs {name}", method.name()),
+                ));
+            }
+            *slot = real(name, value)?.map(plain);
+        }
+        let [phi, gamma, sigma] = parameters;
+        if let Some(phi) = phi.filter(|p| !(0.0..1.0).contains(p)) {
+            return Err(invalid(
+                "phi",
+                format!("phi must satisfy 0 <= phi < 1, got {}", format::float(phi)),
+            ));
+        }
+        if let Some(sigma) = sigma.filter(|s| !(0.0..=1.0).contains(s)) {
+            return Err(invalid(
+                "sigma",
+                format!(
+                    "sigma must satisfy 0 <= sigma <= 1, got {}",
+                    format::float(sigma)
+                ),
+            ));
+        }
+        let sigma = sigma.filter(|&s| s != SIGMA);
+        let boost_weight = real("boost_weight", self.boost_weight)?.map(plain);
+        if boost_weight.is_some() && normalize {
+            return Err(invalid(
+                "boost",
+                "boost cannot be combined with normalize=True".into(),
+            ));
+        }
+        let trace = self.trace.value()?.unwrap_or(false);
+        Ok(Fusion {
+            method,
+            norm,
+            k,
+            weights,
+            window,
+            duplicates,
+            tie_break,
+            offset,
+            limit,
+            min_score,
+            normalize,
+            lower_is_better,
+            phi,
+            gamma,
+            sigma,
+            boost_weight,
+            trace,
+        })
     }
 }
 
-/// A checked fusion: the arguments, the weight of every list and the normaliser. The same plan
-/// serves every row or query of a call.
+impl From<Fusion> for Settings {
+    fn from(f: Fusion) -> Self {
+        let int = |n: usize| Integer::from(i64::try_from(n).unwrap_or(i64::MAX));
+        fn items<T>(v: Vec<T>) -> Vec<Given<T>> {
+            v.into_iter().map(Given::Value).collect()
+        }
+        Settings {
+            method: f.method.into(),
+            norm: f.norm.into(),
+            k: f.k.into(),
+            weights: f.weights.map(items).into(),
+            window: f.window.map(int).into(),
+            duplicates: f.duplicates.into(),
+            tie_break: f.tie_break.into(),
+            offset: int(f.offset).into(),
+            limit: f.limit.map(int).into(),
+            min_score: f.min_score.into(),
+            normalize: f.normalize.into(),
+            lower_is_better: f.lower_is_better.map(items).into(),
+            phi: f.phi.into(),
+            gamma: f.gamma.into(),
+            sigma: f.sigma.into(),
+            boost_weight: f.boost_weight.into(),
+            trace: f.trace.into(),
+        }
+    }
+}
+
+impl Fusion {
+    /// The same fusion, checked by the one checker (for settings written by hand in Rust).
+    pub fn check(self) -> Result<Fusion> {
+        Settings::from(self).check()
+    }
+
+    /// [`Fusion::check`] then [`Fusion::plan`]: for settings written by hand in Rust.
+    pub fn check_plan(&self, n_lists: usize) -> Result<Plan> {
+        self.clone().check()?.plan(n_lists)
+    }
+
+    /// RRF's constant.
+    pub fn k(&self) -> f64 {
+        self.k.unwrap_or(K)
+    }
+
+    /// logn_isr's sigma.
+    pub fn sigma(&self) -> f64 {
+        self.sigma.unwrap_or(SIGMA)
+    }
+
+    /// The normalisation in effect: the method's own, the one asked for, or none (rank-based
+    /// methods: none).
+    pub fn norm(&self) -> Norm {
+        self.method
+            .info()
+            .own_norm
+            .or(self.norm)
+            .filter(|_| !self.method.is_rank_based())
+            .unwrap_or(Norm::None)
+    }
+
+    /// Whether the method's values come from the lists' scores (a score-based method whose
+    /// normalisation reads them): a call then needs scores for every list it reads.
+    pub fn reads_scores(&self) -> bool {
+        !self.method.is_rank_based() && self.norm().reads_scores()
+    }
+
+    /// The plan of a call of `n_lists` lists: the weights (and lower_is_better) checked against
+    /// them, in that order, then normalize's divisor.
+    pub fn plan(&self, n_lists: usize) -> Result<Plan> {
+        if let Some(w) = &self.weights {
+            per_list("weights", w.len(), n_lists, "values")?;
+        }
+        let weights = self.weights.clone().unwrap_or_else(|| vec![1.0; n_lists]);
+        let normalizer = self
+            .normalize
+            .then(|| normalizer(&weights, self.k()))
+            .transpose()?;
+        if let Some(lower) = &self.lower_is_better {
+            per_list("lower_is_better", lower.len(), n_lists, "values")?;
+        }
+        Ok(Plan::new(self.clone(), weights, normalizer))
+    }
+
+    /// A call's boost against the setting: both or neither.
+    pub fn check_boost(&self, boost_given: bool) -> Result<()> {
+        match (boost_given, self.boost_weight) {
+            (true, None) => Err(invalid("boost", "boost needs boost_weight".into())),
+            (false, Some(_)) => Err(invalid(
+                "boost_weight",
+                "boost_weight is not used without boost".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The settings that differ from the defaults, as (name, value) in the checker's order:
+    /// what `repr`, `to_dict` and equality show (`method` always).
+    pub fn given(&self) -> Vec<(&'static str, Setting<'_>)> {
+        let name = |n: &'static str| Some(Setting::Name(n));
+        let all: [(&'static str, Option<Setting<'_>>); 17] = [
+            ("method", name(self.method.name())),
+            ("norm", self.norm.and_then(|n| name(n.name()))),
+            ("k", self.k.map(Setting::Real)),
+            ("weights", self.weights.as_deref().map(Setting::Reals)),
+            ("window", self.window.map(Setting::Count)),
+            (
+                "duplicates",
+                (self.duplicates != Duplicates::First)
+                    .then_some(Setting::Name(self.duplicates.name())),
+            ),
+            (
+                "tie_break",
+                (self.tie_break != TieBreak::BestRank)
+                    .then_some(Setting::Name(self.tie_break.name())),
+            ),
+            (
+                "offset",
+                (self.offset != 0).then_some(Setting::Count(self.offset)),
+            ),
+            ("limit", self.limit.map(Setting::Count)),
+            ("min_score", self.min_score.map(Setting::Real)),
+            ("normalize", self.normalize.then_some(Setting::Flag(true))),
+            (
+                "lower_is_better",
+                self.lower_is_better.as_deref().map(Setting::Flags),
+            ),
+            ("phi", self.phi.map(Setting::Real)),
+            ("gamma", self.gamma.map(Setting::Real)),
+            ("sigma", self.sigma.map(Setting::Real)),
+            ("boost_weight", self.boost_weight.map(Setting::Real)),
+            ("trace", self.trace.then_some(Setting::Flag(true))),
+        ];
+        let out: Vec<_> = all
+            .into_iter()
+            .filter_map(|(n, v)| v.map(|v| (n, v)))
+            .collect();
+        out
+    }
+}
+
+/// A setting's value, for [`Fusion::given`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Setting<'a> {
+    Name(&'static str),
+    Real(f64),
+    Reals(&'a [f64]),
+    Count(usize),
+    Flag(bool),
+    Flags(&'a [bool]),
+}
+
+/// A checked fusion for a call of a known number of lists: the settings, the weight of every
+/// list and the normaliser. The same plan serves every row or query of a call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
-    pub params: Params,
-    /// The weight of each list (`params.weights` resolved for the number of lists).
+    pub fusion: Fusion,
+    /// The weight of each list (`fusion.weights` resolved for the number of lists).
     pub weights: Vec<f64>,
     /// With normalize=True, the divisor of every score.
     pub normalizer: Option<f64>,
     /// The normalisation in effect (`Norm::None` for rank-based methods).
     pub norm: Norm,
-    /// Per list, its first contributions `weights[i] / (k + rank)`, computed once for every row.
-    contributions: Vec<Vec<f64>>,
+    /// Per list, its first terms of rank (`weights[i] / (k + rank)`, ...), computed once for
+    /// every row.
+    terms: Vec<Vec<f64>>,
 }
 
 impl Plan {
-    /// A plan of arguments the caller has checked (with the functions of this module).
-    pub fn checked(params: Params, weights: Vec<f64>, normalizer: Option<f64>) -> Self {
-        let norm = params
-            .method
-            .own_norm()
-            .or(params.norm)
-            .filter(|_| !params.method.is_rank_based())
-            .unwrap_or(Norm::None);
+    fn new(fusion: Fusion, weights: Vec<f64>, normalizer: Option<f64>) -> Self {
+        let norm = fusion.norm();
         Plan {
-            params,
-            contributions: vec![Vec::new(); weights.len()],
+            fusion,
+            terms: vec![Vec::new(); weights.len()],
             weights,
             normalizer,
             norm,
@@ -595,12 +750,19 @@ impl Plan {
 
     /// Whether the method's values come from the lists' scores.
     pub fn reads_scores(&self) -> bool {
-        !self.params.method.is_rank_based() && self.norm.reads_scores()
+        self.fusion.reads_scores()
     }
 
-    /// The sigma of `logn_isr` (default 0.01).
-    pub fn sigma(&self) -> f64 {
-        self.params.sigma.unwrap_or(0.01)
+    /// A method that reads scores needs them for every list it reads: `given(i)` says whether
+    /// list i has them.
+    pub fn check_scores_given(&self, given: impl Fn(usize) -> bool) -> Result<()> {
+        if !self.reads_scores() {
+            return Ok(());
+        }
+        match (0..self.n_lists()).find(|&i| self.weights[i] != 0.0 && !given(i)) {
+            Some(i) => Err(scores_missing(self.fusion.method, self.norm, i)),
+            None => Ok(()),
+        }
     }
 
     pub fn n_lists(&self) -> usize {
@@ -612,51 +774,58 @@ impl Plan {
         if self.weights[list] == 0.0 {
             0
         } else {
-            len.min(self.params.window.unwrap_or(usize::MAX))
+            len.min(self.fusion.window.unwrap_or(usize::MAX))
         }
     }
 
-    /// Computes the contributions of the first `lens[i]` positions of list i in advance, so that
-    /// a batch of rows computes them once per position, not once per row.
-    pub fn with_contributions(mut self, lens: &[usize]) -> Self {
+    /// Computes the rank terms of the first `lens[i]` positions of list i in advance, so that a
+    /// batch of rows computes them once per position, not once per row.
+    pub fn with_rank_terms(mut self, lens: &[usize]) -> Self {
         for (list, &len) in lens.iter().enumerate().take(self.weights.len()) {
             let n = self.read_len(list, len);
-            let c: Vec<f64> = (0..n).map(|p| self.rank_value(list, p)).collect();
-            self.contributions[list] = c;
+            let terms: Vec<f64> = (0..n).map(|p| self.rank_term_of(list, p)).collect();
+            self.terms[list] = terms;
         }
         self
     }
 
-    /// The contribution of the item at `position` of `list` for the methods that add values
-    /// of ranks: RRF's `weight / (k + rank)`, RBC's `weight * ((1 - phi) * phi^(rank - 1))`,
-    /// the ISR family's `1 / rank²`.
+    /// The term of the item at `position` of `list` for the methods whose terms are values of
+    /// ranks: RRF's `weight / (k + rank)`, RBC's `weight * ((1 - phi) * phi^(rank - 1))`, the
+    /// ISR family's `1 / rank²`.
     #[inline]
-    pub fn contribution(&self, list: usize, position: usize) -> f64 {
-        match self.contributions[list].get(position) {
+    pub fn rank_term(&self, list: usize, position: usize) -> f64 {
+        match self.terms[list].get(position) {
             Some(&c) => c,
-            None => self.rank_value(list, position),
+            None => self.rank_term_of(list, position),
         }
     }
 
-    fn rank_value(&self, list: usize, position: usize) -> f64 {
+    fn rank_term_of(&self, list: usize, position: usize) -> f64 {
         let w = self.weights[list];
-        match self.params.method {
-            Method::Rbc => {
-                let phi = self.params.phi.unwrap_or(0.0);
+        match self.fusion.method.term() {
+            Term::RankBiased => {
+                let phi = self.fusion.phi.unwrap_or(0.0);
                 w * ((1.0 - phi) * power(phi, position as u64))
             }
-            Method::Isr | Method::LogIsr | Method::LognIsr => {
+            Term::InverseSquare => {
                 let rank = position as u64 + 1;
                 1.0 / (rank * rank) as f64
             }
-            _ => contribution(w, self.params.k, position as u32),
+            Term::Reciprocal => reciprocal(w, self.fusion.k(), position as u32),
+            // Not terms of the rank: never asked.
+            Term::Points
+            | Term::Vote
+            | Term::Value
+            | Term::Weighted
+            | Term::WeightedLog
+            | Term::WeightedInverse => f64::NAN,
         }
     }
 }
 
-/// RRF's contribution of an item at `position` (rank `position + 1`).
+/// RRF's term of an item at `position` (rank `position + 1`).
 #[inline]
-pub fn contribution(weight: f64, k: f64, position: u32) -> f64 {
+pub fn reciprocal(weight: f64, k: f64, position: u32) -> f64 {
     weight / (k + (position as f64 + 1.0))
 }
 

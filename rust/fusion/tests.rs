@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use super::*;
 use crate::error::{Error, KeyRef, Problem};
 
-fn params() -> Params {
-    Params::default()
+fn params() -> Fusion {
+    Fusion::default()
 }
 
 fn keys<'a>(lists: &[&[&'a str]], hits: &[Hit]) -> Vec<&'a str> {
@@ -18,8 +18,8 @@ fn keys<'a>(lists: &[&[&'a str]], hits: &[Hit]) -> Vec<&'a str> {
 #[test]
 fn weighted_example_from_the_issue() {
     let lists: [&[&str]; 2] = [&["c1", "c2"], &["c2", "c3"]];
-    let p = Params {
-        k: 10.0,
+    let p = Fusion {
+        k: Some(10.0),
         weights: Some(vec![1.0, 2.0]),
         ..params()
     };
@@ -33,8 +33,8 @@ fn weighted_example_from_the_issue() {
 #[test]
 fn zero_weight_skips_the_list() {
     let lists: [&[&str]; 2] = [&["a", "b"], &["b", "c"]];
-    let p = Params {
-        k: 1.0,
+    let p = Fusion {
+        k: Some(1.0),
         weights: Some(vec![1.0, 0.0]),
         ..params()
     };
@@ -42,7 +42,7 @@ fn zero_weight_skips_the_list() {
     assert_eq!(keys(&lists, &hits), ["a", "b"]);
     assert_eq!(hits[0].score, 0.5);
     assert_eq!(hits[1].score, 1.0 / 3.0);
-    let none = Params {
+    let none = Fusion {
         weights: Some(vec![0.0, 0.0]),
         ..p
     };
@@ -63,8 +63,8 @@ fn list_order_never_changes_score_bits() {
     let a: &[u32] = &[1, 2, 3, 4, 5, 6, 7];
     let b: &[u32] = &[7, 6, 5, 4, 3, 2, 1];
     let c: &[u32] = &[4, 1, 7];
-    let w = |ws: [f64; 3]| Params {
-        k: 0.5,
+    let w = |ws: [f64; 3]| Fusion {
+        k: Some(0.5),
         weights: Some(ws.to_vec()),
         ..params()
     };
@@ -88,7 +88,7 @@ fn duplicates_policies() {
     assert_eq!(first[0].score, 1.0 / 61.0);
     let sum = rrf(
         &lists,
-        &Params {
+        &Fusion {
             duplicates: Duplicates::Sum,
             ..params()
         },
@@ -97,7 +97,7 @@ fn duplicates_policies() {
     assert_eq!(sum[0].score, 0.0 + 1.0 / 63.0 + 1.0 / 61.0);
     let err = rrf(
         &lists,
-        &Params {
+        &Fusion {
             duplicates: Duplicates::Error,
             ..params()
         },
@@ -114,7 +114,7 @@ fn duplicates_policies() {
 #[test]
 fn window_paging_and_min_score() {
     let lists: [&[i64]; 2] = [&[1, 2, 3, 4], &[4, 3, 9, 8]];
-    let p = Params {
+    let p = Fusion {
         window: Some(2),
         ..params()
     };
@@ -124,7 +124,7 @@ fn window_paging_and_min_score() {
         .map(|h| lists[h.list_index][h.position])
         .collect();
     assert_eq!(got, [1, 4, 2, 3]);
-    let page = Params {
+    let page = Fusion {
         offset: 1,
         limit: Some(2),
         ..p.clone()
@@ -132,7 +132,7 @@ fn window_paging_and_min_score() {
     let hits = rrf(&lists, &page).unwrap();
     assert_eq!(hits.len(), 2);
     assert_eq!(lists[hits[0].list_index][hits[0].position], 4);
-    let high = Params {
+    let high = Fusion {
         min_score: Some(1.0 / 61.0),
         ..p
     };
@@ -142,7 +142,7 @@ fn window_paging_and_min_score() {
 #[test]
 fn key_tie_break_and_normalize() {
     let lists: [&[&str]; 2] = [&["b", "a"], &["a", "b"]];
-    let p = Params {
+    let p = Fusion {
         tie_break: TieBreak::Key,
         normalize: true,
         ..params()
@@ -157,37 +157,37 @@ fn key_tie_break_and_normalize() {
 fn bad_values_are_errors_not_panics() {
     let lists: [&[&str]; 1] = [&["a"]];
     for p in [
-        Params {
-            k: -1.0,
+        Fusion {
+            k: Some(-1.0),
             ..params()
         },
-        Params {
-            k: f64::NAN,
+        Fusion {
+            k: Some(f64::NAN),
             ..params()
         },
-        Params {
+        Fusion {
             weights: Some(vec![1.0, 2.0]),
             ..params()
         },
-        Params {
+        Fusion {
             weights: Some(vec![f64::INFINITY]),
             ..params()
         },
-        Params {
+        Fusion {
             window: Some(0),
             ..params()
         },
-        Params {
+        Fusion {
             min_score: Some(f64::NAN),
             ..params()
         },
-        Params {
+        Fusion {
             normalize: true,
             weights: Some(vec![-1.0]),
             ..params()
         },
-        Params {
-            k: 0.0,
+        Fusion {
+            k: Some(0.0),
             weights: Some(vec![f64::MAX]),
             duplicates: Duplicates::Sum,
             ..params()
@@ -203,19 +203,19 @@ fn bad_values_are_errors_not_panics() {
 #[test]
 fn lower_is_better_needs_one_flag_per_list() {
     // One flag short: the engine would read a flag for the second list that is not there.
-    let p = Params {
+    let p = Fusion {
         method: Method::Min,
         lower_is_better: Some(vec![true]),
         ..params()
     };
     assert_eq!(
-        p.plan(2).unwrap_err().problem,
+        p.check_plan(2).unwrap_err().problem,
         Problem::Invalid {
             argument: "lower_is_better".into(),
             message: "lower_is_better has 1 values for 2 lists".into(),
         }
     );
-    assert!(p.plan(1).is_ok());
+    assert!(p.check_plan(1).is_ok());
     let lists: [&[&str]; 2] = [&["a"], &["b"]];
     assert!(rrf(&lists, &p).is_err());
 }
@@ -225,13 +225,13 @@ fn empty_input_gives_no_hits() {
     let none: [&[&str]; 0] = [];
     assert!(rrf(&none, &params()).unwrap().is_empty());
     let empty: [&[&str]; 2] = [&[], &[]];
-    let p = Params {
+    let p = Fusion {
         normalize: true,
         weights: Some(vec![1.0, 0.0]),
         ..params()
     };
     assert!(rrf(&empty, &p).unwrap().is_empty());
-    let no_positive = Params {
+    let no_positive = Fusion {
         weights: Some(vec![-1.0, 0.0]),
         ..p
     };
@@ -281,8 +281,8 @@ fn canonical_sum_is_ascending() {
 
 /// docs/semantics.md written the plainest way: a map from key to its contributions, filled by the
 /// interleaved scan, summed in ascending order, sorted. `Err(())` wherever the engine must fail.
-fn model(lists: &[&[u8]], p: &Params) -> std::result::Result<Vec<(u8, f64)>, ()> {
-    let plan = p.plan(lists.len()).map_err(drop)?;
+fn model(lists: &[&[u8]], p: &Fusion) -> std::result::Result<Vec<(u8, f64)>, ()> {
+    let plan = p.check_plan(lists.len()).map_err(drop)?;
     let w = &plan.weights;
     let depth = lists.iter().map(|l| l.len()).max().unwrap_or(0);
     let depth = depth.min(p.window.unwrap_or(usize::MAX));
@@ -304,7 +304,7 @@ fn model(lists: &[&[u8]], p: &Params) -> std::result::Result<Vec<(u8, f64)>, ()>
                 }
                 continue;
             }
-            entry.push((i, w[i] / (p.k + (position + 1) as f64)));
+            entry.push((i, w[i] / (p.k() + (position + 1) as f64)));
         }
     }
     let mut hits = Vec::new();
@@ -358,8 +358,8 @@ fn the_engine_agrees_with_the_model() {
             })
             .collect();
         let lists: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-        let p = Params {
-            k: rng.pick(&[60.0, 0.0, 1.0, 0.5, 1e-300]),
+        let p = Fusion {
+            k: Some(rng.pick(&[60.0, 0.0, 1.0, 0.5, 1e-300])),
             weights: (rng.below(2) == 0).then(|| {
                 (0..n_lists)
                     .map(|_| rng.pick(&[1.0, 0.0, -1.0, 0.5, 3.0, 1e300, -2.5]))
@@ -372,7 +372,7 @@ fn the_engine_agrees_with_the_model() {
             limit: rng.pick(&[None, None, Some(0), Some(1), Some(4)]),
             min_score: rng.pick(&[None, None, Some(0.0), Some(0.02), Some(-1.0)]),
             normalize: rng.below(4) == 0,
-            ..Params::default()
+            ..Fusion::default()
         };
         let got = rrf(&lists, &p).map(|hits| {
             hits.iter()
@@ -394,8 +394,8 @@ fn the_engine_agrees_with_the_model() {
 
 /// Fuses one row of i64 keys with raw scores and, when given, boost values; the page as (key,
 /// score bits).
-fn fuse_row(row: &[i64], scores: &[f64], boost: &[(i64, f64)], p: &Params) -> Vec<(i64, u64)> {
-    let plan = p.plan(1).unwrap();
+fn fuse_row(row: &[i64], scores: &[f64], boost: &[(i64, f64)], p: &Fusion) -> Vec<(i64, u64)> {
+    let plan = p.check_plan(1).unwrap();
     let rows = [row];
     let scores = [Some(scores)];
     let mut table = IdTable::default();
@@ -424,7 +424,7 @@ fn the_lowest_and_highest_value_are_the_first_of_equals_as_in_python() {
     let keys = [7, 8, 9, 10, 11, 12, 13, 14];
     let raw = [-0.0, 990.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
     for norm in [Norm::MinMax, Norm::Sum] {
-        let max = Params {
+        let max = Fusion {
             method: Method::Max,
             norm: Some(norm),
             ..params()
@@ -434,7 +434,7 @@ fn the_lowest_and_highest_value_are_the_first_of_equals_as_in_python() {
         assert_eq!(page[1], (7, zero), "{norm:?}");
     }
     // The boost's span: its low is -0.0 too, so key 7 gains 0.0 and its -0.0 becomes 0.0.
-    let boosted = Params {
+    let boosted = Fusion {
         method: Method::Max,
         boost_weight: Some(1.0),
         ..params()

@@ -3,7 +3,7 @@
 //! (`rrf`, `fuse`) or per-list arrays (`rrf_batch`, `fuse_batch`, with [`per_list`]).
 
 use super::canonical_sum;
-use super::method::UNRANKED;
+use super::kernel::UNRANKED;
 
 /// What one list gave a hit: the occurrence at `position` (rank `position + 1`; [`UNRANKED`]
 /// when the key is not in the list and the method still gives it a value there) of list `list`,

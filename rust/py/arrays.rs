@@ -6,13 +6,14 @@ use numpy::{
     PyArray2, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArray2,
     PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
 use super::args::integer;
+use super::errors::{type_error, value_error};
 use crate::batch::IdMatrix;
 use crate::memory::Buffer;
 use crate::pool;
@@ -51,10 +52,13 @@ fn not_masked(value: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
         }
     };
     if value.is_instance(masked.bind(py))? {
-        return Err(PyTypeError::new_err(format!(
-            "{name} is a masked array; its mask would be ignored: pass a plain array \
-             (e.g. ids.filled(pad), scores.filled(nan))"
-        )));
+        return Err(type_error(
+            name,
+            format!(
+                "{name} is a masked array; its mask would be ignored: pass a plain array \
+                 (e.g. ids.filled(pad), scores.filled(nan))"
+            ),
+        ));
     }
     Ok(())
 }
@@ -72,25 +76,28 @@ pub fn matrix<'py>(
     let array = match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
         Ok(a) => a,
         Err(e) if e.is_instance_of::<PyValueError>(py) => {
-            return Err(PyValueError::new_err(format!(
-                "{name} must be a 2-D array: {}",
-                e.value(py)
-            )))
+            return Err(value_error(
+                name,
+                format!("{name} must be a 2-D array: {}", e.value(py)),
+            ))
         }
         Err(e) => return Err(e),
     };
     let array = array.cast_into::<PyUntypedArray>()?;
     if !kinds.contains(&array.dtype().kind()) {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be {what}, got dtype {}",
-            array.dtype().str()?
-        )));
+        return Err(type_error(
+            name,
+            format!("{name} must be {what}, got dtype {}", array.dtype().str()?),
+        ));
     }
     if array.ndim() != 2 {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be a 2-D array (queries, candidates), got shape {}",
-            shape(&array)?
-        )));
+        return Err(value_error(
+            name,
+            format!(
+                "{name} must be a 2-D array (queries, candidates), got shape {}",
+                shape(&array)?
+            ),
+        ));
     }
     Ok(array)
 }
@@ -189,10 +196,10 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
         Err(_) => match numpy(py)?.call_method1("asarray", (value,)) {
             Ok(a) => a.cast_into::<PyUntypedArray>()?,
             Err(e) if e.is_instance_of::<PyValueError>(py) => {
-                return Err(PyValueError::new_err(format!(
-                    "{name} is not a 2-D integer array: {}",
-                    e.value(py)
-                )))
+                return Err(value_error(
+                    name,
+                    format!("{name} is not a 2-D integer array: {}", e.value(py)),
+                ))
             }
             Err(e) => return Err(e),
         },
@@ -200,16 +207,22 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
     let dtype = array.dtype();
     let (kind, size) = (dtype.kind(), dtype.itemsize());
     if !((kind == b'i' && size <= 8) || (kind == b'u' && size <= 4)) {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be an integer array that widens to int64, got dtype {}",
-            dtype.str()?
-        )));
+        return Err(type_error(
+            name,
+            format!(
+                "{name} must be an integer array that widens to int64, got dtype {}",
+                dtype.str()?
+            ),
+        ));
     }
     if array.ndim() != 2 {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be a 2-D array (queries, candidates), got shape {}",
-            array.getattr("shape")?.repr()?
-        )));
+        return Err(value_error(
+            name,
+            format!(
+                "{name} must be a 2-D array (queries, candidates), got shape {}",
+                array.getattr("shape")?.repr()?
+            ),
+        ));
     }
     let (rows, cols) = (array.shape()[0], array.shape()[1]);
     let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));

@@ -9,20 +9,18 @@
 
 use hashbrown::HashMap;
 use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt};
 
-use super::args::{
-    as_tuple, describe, flag, fusion_params, int64, method_params, repr, Arg, Boost,
-};
+use super::args::{as_tuple, describe, int64, repr, Arg};
 use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
-use super::errors::core_error;
+use super::errors::{core_error, type_error, value_error};
+use super::query::extract_boost;
 use super::results::BATCH_RESULT;
-use super::rrf::query_plan;
 use super::signals::Signals;
 use crate::batch::{self, Extra, Output};
-use crate::fusion::{params, Hasher, Params};
+use crate::fusion::{params, Fusion, Hasher, Plan};
 use crate::memory::Buffer;
 use crate::pool;
 
@@ -34,10 +32,13 @@ fn id_arrays<'py>(lists: &Bound<'py, PyAny>, name: &str) -> PyResult<Vec<IdArray
         let a = id_array(&item, &format!("{name}[{i}]"))?;
         if let Some(first) = arrays.first() {
             if a.rows != first.rows {
-                return Err(PyValueError::new_err(format!(
-                    "{name}[{i}] has {} rows (queries), {name}[0] has {}",
-                    a.rows, first.rows
-                )));
+                return Err(value_error(
+                    &format!("{name}[{i}]"),
+                    format!(
+                        "{name}[{i}] has {} rows (queries), {name}[0] has {}",
+                        a.rows, first.rows
+                    ),
+                ));
             }
         }
         arrays.push(a);
@@ -60,10 +61,10 @@ fn boost_ids(boost: &Bound<'_, PyDict>) -> PyResult<HashMap<i64, f64, Hasher>> {
             None
         };
         let Some(index) = index else {
-            return Err(PyTypeError::new_err(format!(
-                "boost's keys must be ids (ints), got {}",
-                describe(&key)
-            )));
+            return Err(type_error(
+                "boost",
+                format!("boost's keys must be ids (ints), got {}", describe(&key)),
+            ));
         };
         if let Ok(id) = index.extract::<i64>() {
             out.insert(id, value.extract::<f64>()?); // an id beyond int64 is in no row
@@ -79,13 +80,12 @@ fn fuse_rows<'py>(
     arrays: Vec<IdArray<'py>>,
     scores: Vec<Option<Buffer<f64>>>,
     pad: i64,
-    params: &Params,
+    plan: Plan,
     boost: Option<&HashMap<i64, f64, Hasher>>,
     trace: bool,
     n_threads: usize,
     with_normalized: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let plan = query_plan(params, arrays.len(), false)?;
     let matrices = arrays
         .iter()
         .map(IdArray::matrix)
@@ -199,127 +199,30 @@ fn fuse_rows<'py>(
     BATCH_RESULT.make(py, fields)
 }
 
-/// RRF of Q queries at once: row q of the result is `rrf` of row q of every list.
-///
-/// Each list is a 2-D integer array (Q, N_i) (int64, or an integer dtype that widens to it
-/// losslessly); an entry equal to `pad` is a hole, skipped without shifting the ranks behind it.
-/// The other arguments are `rrf`'s. Returns a BatchResult: ids (Q, W) int64 padded with `pad`,
-/// scores (Q, W) float64 padded with NaN, counts (Q,) int64; W is the largest count, or
-/// min(limit, the most keys a row can hold) with a limit. With trace=True also ranks and
-/// contributions (Q, W, L): the hit's best rank and summed contribution per list, 0 where absent.
-/// Rows are fused in parallel on up to `threads` threads (default: every CPU) with the GIL
-/// released. An error in row q is raised as "row q: <rrf's message>", for the first failing row.
-/// See docs/batch.md.
-#[pyfunction]
-#[pyo3(
-    signature = (lists, *, pad=Arg::Missing, k=Arg::Missing, weights=None, window=None,
-                 duplicates=Arg::Missing, tie_break=Arg::Missing, offset=Arg::Missing, limit=None,
-                 min_score=None, normalize=Arg::Missing, trace=Arg::Missing, threads=None),
-    text_signature = "(lists, *, pad=-1, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, trace=False, threads=None)"
-)]
+/// A batch fused by `fusion`: `ids` (named `name`: "ids", or rrf_batch's "lists") per list a
+/// 2-D id array, `scores` None or per list None or a real array of the same shape, `pad`,
+/// `boost` (ids -> values), `threads`; checked in that order, with the plan of the number of
+/// lists after the ids and whether every list the method reads has scores after the scores.
+/// The `BatchResult` holds `normalized` (with traces) when `with_normalized` (fuse_batch's).
 #[allow(clippy::too_many_arguments)]
-pub fn rrf_batch<'py>(
+pub fn batch<'py>(
     py: Python<'py>,
-    lists: &Bound<'py, PyAny>,
-    pad: Arg<'py>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    tie_break: Arg<'py>,
-    offset: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    min_score: Option<Bound<'py, PyAny>>,
-    normalize: Arg<'py>,
-    trace: Arg<'py>,
-    threads: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let arrays = id_arrays(lists, "lists")?;
-    let pad = pad.or(-1, |v| int64(v, "pad"))?;
-    let params = fusion_params(
-        Arg::Missing,
-        None,
-        k,
-        weights,
-        Some(arrays.len()),
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
-    )?;
-    let trace = trace.or(false, |v| flag(v, "trace"))?;
-    let n_threads = thread_count(threads)?;
-    fuse_rows(
-        py,
-        arrays,
-        Vec::new(),
-        pad,
-        &params,
-        None,
-        trace,
-        n_threads,
-        false,
-    )
-}
-
-/// `fuse` of Q queries at once: row q of the result is `fuse` of row q of every list, bit for
-/// bit.
-///
-/// `ids` as rrf_batch's lists: 2-D integer arrays (Q, N_i) padded with `pad`. `scores`: None,
-/// or per list None or a (Q, N_i) real array aligned with the list's ids (the score of a pad is
-/// never read; any other must be finite). The other arguments are `fuse`'s (`boost`'s keys are
-/// ids). Returns a BatchResult as rrf_batch's; with trace=True also `normalized` (Q, W, L): the
-/// normalised value of the hit's best occurrence in list l, 0.0 where absent. See
-/// docs/semantics.md and docs/batch.md.
-#[pyfunction]
-#[pyo3(
-    signature = (ids, scores=None, *, pad=Arg::Missing, method=Arg::Missing, norm=None,
-                 k=Arg::Missing, weights=None, window=None, duplicates=Arg::Missing,
-                 tie_break=Arg::Missing, offset=Arg::Missing, limit=None, min_score=None,
-                 normalize=Arg::Missing, lower_is_better=None, phi=None, gamma=None, sigma=None,
-                 boost=None, boost_weight=None, trace=Arg::Missing, threads=None),
-    text_signature = "(ids, scores=None, *, pad=-1, method='rrf', norm=None, k=60, weights=None, window=None, duplicates='first', tie_break='best_rank', offset=0, limit=None, min_score=None, normalize=False, lower_is_better=None, phi=None, gamma=None, sigma=None, boost=None, boost_weight=None, trace=False, threads=None)"
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn fuse_batch<'py>(
-    py: Python<'py>,
+    fusion: &Fusion,
     ids: &Bound<'py, PyAny>,
-    scores: Option<Bound<'py, PyAny>>,
+    name: &str,
+    scores: Option<&Bound<'py, PyAny>>,
     pad: Arg<'py>,
-    method: Arg<'py>,
-    norm: Option<Bound<'py, PyAny>>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    tie_break: Arg<'py>,
-    offset: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    min_score: Option<Bound<'py, PyAny>>,
-    normalize: Arg<'py>,
-    lower_is_better: Option<Bound<'py, PyAny>>,
-    phi: Option<Bound<'py, PyAny>>,
-    gamma: Option<Bound<'py, PyAny>>,
-    sigma: Option<Bound<'py, PyAny>>,
-    boost: Option<Bound<'py, PyAny>>,
-    boost_weight: Option<Bound<'py, PyAny>>,
-    trace: Arg<'py>,
-    threads: Option<Bound<'py, PyAny>>,
+    boost: Option<&Bound<'py, PyAny>>,
+    threads: Option<&Bound<'py, PyAny>>,
+    with_normalized: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let arrays = id_arrays(ids, "ids")?;
+    let arrays = id_arrays(ids, name)?;
     let n = arrays.len();
+    let plan = fusion.plan(n)?;
     let mut score_data: Vec<Option<Buffer<f64>>> = (0..n).map(|_| None).collect();
     if let Some(s) = scores.filter(|s| !s.is_none()) {
-        let s = as_tuple(&s, "scores")?;
-        if s.len() != n {
-            return Err(PyValueError::new_err(format!(
-                "scores has {} entries for {n} lists",
-                s.len()
-            )));
-        }
+        let s = as_tuple(s, "scores")?;
+        params::scores_len(s.len(), n)?;
         for (i, item) in s.iter().enumerate() {
             if item.is_none() {
                 continue;
@@ -327,62 +230,34 @@ pub fn fuse_batch<'py>(
             let (data, shape) = float_matrix(&item, &format!("scores[{i}]"))?;
             let expected = (arrays[i].rows, arrays[i].cols);
             if shape != expected {
-                return Err(PyValueError::new_err(format!(
-                    "scores[{i}] has shape {} but ids[{i}] has shape {}",
-                    repr(shape.into_pyobject(py)?.as_any()),
-                    repr(expected.into_pyobject(py)?.as_any())
-                )));
+                return Err(value_error(
+                    &format!("scores[{i}]"),
+                    format!(
+                        "scores[{i}] has shape {} but {name}[{i}] has shape {}",
+                        repr(shape.into_pyobject(py)?.as_any()),
+                        repr(expected.into_pyobject(py)?.as_any())
+                    ),
+                ));
             }
             score_data[i] = Some(data);
         }
     }
+    plan.check_scores_given(|i| score_data[i].is_some())?;
     let pad = pad.or(-1, |v| int64(v, "pad"))?;
-    let mut params = fusion_params(
-        method,
-        norm,
-        k,
-        weights,
-        Some(n),
-        window,
-        duplicates,
-        tie_break,
-        offset,
-        limit,
-        min_score,
-        normalize,
-    )?;
-    let plan = query_plan(&params, n, false)?;
-    if plan.reads_scores() {
-        for (i, s) in score_data.iter().enumerate() {
-            if plan.weights[i] != 0.0 && s.is_none() {
-                return Err(params::scores_missing(plan.params.method, plan.norm, i).into());
-            }
-        }
-    }
-    let boost = method_params(
-        &mut params,
-        Some(n),
-        lower_is_better,
-        phi,
-        gamma,
-        sigma,
-        boost,
-        boost_weight,
-    )?;
-    let boost: Boost<'_> = boost;
-    let boost = boost.map(|b| boost_ids(&b)).transpose()?;
-    let trace = trace.or(false, |v| flag(v, "trace"))?;
-    let n_threads = thread_count(threads)?;
+    let boost = extract_boost(boost, fusion)?
+        .map(|b| boost_ids(&b))
+        .transpose()?;
+    let n_threads = thread_count(threads.cloned())?;
     fuse_rows(
         py,
         arrays,
         score_data,
         pad,
-        &params,
+        plan,
         boost.as_ref(),
-        trace,
+        fusion.trace,
         n_threads,
-        true,
+        with_normalized,
     )
 }
 
@@ -405,12 +280,12 @@ pub fn _bare_loop(
         .enumerate()
         .map(|(i, a)| id_array(&a, &format!("lists[{i}]")))
         .collect::<PyResult<Vec<_>>>()?;
-    let n_threads = thread_count(threads)?;
+    let n_threads = thread_count(threads.cloned())?;
     let matrices = arrays
         .iter()
         .map(IdArray::matrix)
         .collect::<PyResult<Vec<_>>>()?;
-    let plan = crate::fusion::Params::default()
+    let plan = Fusion::default()
         .plan(matrices.len())
         .map_err(|e| core_error(py, e, None))?;
     let none = crate::cancel::Cancel::none();

@@ -1,19 +1,19 @@
-//! Core errors -> Python exceptions, in one place.
+//! Errors -> Python exceptions, in one place.
 //!
-//! Every core [`Error`] becomes a `ValueError` worded as the reference words it — its place as a
-//! prefix (`row 3: `, `queries[2]: `, `query '7': `), the key it is about rendered as Python
-//! renders it — except a malformed run or qrels file, which becomes a `TrecFormatError(path,
-//! line, reason)`: a `ValueError` subclass created here, with the module, and re-exported by
-//! `rankfusion.trec`.
+//! Every bad input the package reports is an instance of `rankfusion.errors`' classes, with its
+//! fields as attributes: `FusionError` (a `ValueError`), `FusionTypeError` (a `TypeError`) and,
+//! for a malformed run or qrels file, `TrecFormatError(path, line, reason)`. A core [`Error`]
+//! becomes one by [`exception`] (its place and key as fields, the key rendered by Python's
+//! `repr`); the binding's own conversion errors are made by [`type_error`] and [`value_error`].
+//! `Problem::Interrupted` becomes `KeyboardInterrupt`.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
-use pyo3::{ffi, PyTypeInfo};
+use pyo3::{ffi, intern};
 
-use crate::error::{At, Error, Key, KeyRef, Problem};
-use crate::trec::repr_approx;
+use crate::error::{At, Error, Item, Key, KeyRef, Problem};
 
 /// `bytes` as the TREC readers decode them: UTF-8, each undecodable byte a lone surrogate
 /// (`surrogateescape`).
@@ -30,113 +30,252 @@ pub fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>
     }
 }
 
-/// Python's `repr` of the decoded text.
-fn text_repr(py: Python<'_>, bytes: &[u8]) -> String {
-    text(py, bytes)
-        .and_then(|s| s.repr())
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| repr_approx(bytes))
+/// The classes of `rankfusion.errors`: (FusionError, FusionTypeError, TrecFormatError).
+fn classes(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>, Py<PyType>)> {
+    static CLASSES: PyOnceLock<(Py<PyType>, Py<PyType>, Py<PyType>)> = PyOnceLock::new();
+    CLASSES.get_or_try_init(py, || {
+        let module = py.import("rankfusion.errors")?;
+        let class = |name: &str| -> PyResult<Py<PyType>> {
+            Ok(module.getattr(name)?.cast_into::<PyType>()?.unbind())
+        };
+        Ok((
+            class("FusionError")?,
+            class("FusionTypeError")?,
+            class("TrecFormatError")?,
+        ))
+    })
 }
 
-/// A key the core looked up itself: an int's digits, a doc id's `repr`.
-fn core_key(py: Python<'_>, key: &KeyRef) -> String {
-    match &key.key {
-        Some(Key::Int(v)) => v.to_string(),
-        Some(Key::Bytes(b)) => text_repr(py, b),
-        None => format!("lists[{}][{}]", key.list, key.position),
+/// The fields of an argument named `name` (`weights[2]`, `scores[1][3]`): the argument and the
+/// item's list and 1-based rank.
+fn named(name: &str) -> (&str, Option<usize>, Option<usize>) {
+    let (argument, rest) = name.split_once('[').unwrap_or((name, ""));
+    let mut indices = rest
+        .split('[')
+        .map(|i| i.trim_end_matches(']').parse::<usize>().ok());
+    let list = indices.next().flatten();
+    let rank = indices.next().flatten().map(|p| p + 1);
+    (argument, list, rank)
+}
+
+/// Our exception of class `type_error` or not, about `argument` (`list`, `rank`), at `at`.
+#[allow(clippy::too_many_arguments)]
+fn ours(
+    py: Python<'_>,
+    type_error: bool,
+    reason: &str,
+    argument: Option<&str>,
+    at: &At,
+    list: Option<usize>,
+    rank: Option<usize>,
+    key: Option<Bound<'_, PyAny>>,
+) -> PyErr {
+    let made = (|| {
+        let (value, types, _) = classes(py)?;
+        let class = if type_error { types } else { value };
+        let (row, query, qid) = match at {
+            At::Row(q) => (Some(*q), None, None),
+            At::Query(q) => (None, Some(*q), None),
+            At::Qid(qid) => (None, None, Some(text(py, qid)?.into_any().unbind())),
+            At::Call | At::Line(_) => (None, None, None),
+        };
+        let args = (
+            reason.to_owned(),
+            argument.map(str::to_owned),
+            row,
+            query,
+            qid,
+            list,
+            rank,
+        );
+        match key {
+            // A lazy exception: made only if it is looked at (most are, but not all).
+            None => Ok(PyErr::from_type(class.bind(py).clone(), args)),
+            Some(key) => {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item(intern!(py, "key"), key)?;
+                Ok(PyErr::from_value(class.bind(py).call(args, Some(&kwargs))?))
+            }
+        }
+    })();
+    made.unwrap_or_else(|e| e)
+}
+
+/// Our `TypeError` about the argument named `name` (see [`named`]).
+pub fn type_error(name: &str, reason: impl AsRef<str>) -> PyErr {
+    let (argument, list, rank) = named(name);
+    Python::attach(|py| {
+        ours(
+            py,
+            true,
+            reason.as_ref(),
+            Some(argument),
+            &At::Call,
+            list,
+            rank,
+            None,
+        )
+    })
+}
+
+/// Our `ValueError` about the argument named `name` (see [`named`]).
+pub fn value_error(name: &str, reason: impl AsRef<str>) -> PyErr {
+    let (argument, list, rank) = named(name);
+    Python::attach(|py| {
+        ours(
+            py,
+            false,
+            reason.as_ref(),
+            Some(argument),
+            &At::Call,
+            list,
+            rank,
+            None,
+        )
+    })
+}
+
+/// Whether `e` is one of our exceptions (as opposed to one raised by the caller's own
+/// objects: a key's `__eq__`, an iterator).
+pub fn is_ours(py: Python<'_>, e: &PyErr) -> bool {
+    classes(py).is_ok_and(|(value, types, _)| {
+        e.is_instance(py, value.bind(py)) || e.is_instance(py, types.bind(py))
+    })
+}
+
+/// Our exception `e` at `at` (query `q` of a list of queries, ...): a new exception with the same
+/// fields and that place; any other exception unchanged.
+pub fn located(py: Python<'_>, e: PyErr, at: At) -> PyErr {
+    if !is_ours(py, &e) {
+        return e;
+    }
+    let placed = (|| {
+        let kwargs = PyDict::new(py);
+        match &at {
+            At::Row(q) => kwargs.set_item("row", q)?,
+            At::Query(q) => kwargs.set_item("query", q)?,
+            At::Qid(qid) => kwargs.set_item("qid", text(py, qid)?)?,
+            At::Call | At::Line(_) => {}
+        }
+        let new = e
+            .value(py)
+            .call_method(intern!(py, "located"), (), Some(&kwargs))?;
+        Ok::<_, PyErr>(PyErr::from_value(new))
+    })();
+    placed.unwrap_or_else(|err| err)
+}
+
+/// Our exception `e` as a core [`Error`] (its argument, reason and item), for a setting whose
+/// conversion failed and that is reported in its turn; `None` for another exception.
+pub fn core_of(py: Python<'_>, e: &PyErr) -> Option<Error> {
+    if !is_ours(py, e) {
+        return None;
+    }
+    let value = e.value(py);
+    let field = |name: &str| value.getattr(name).ok().filter(|v| !v.is_none());
+    let argument: String = field("argument")?.extract().ok()?;
+    let reason: String = field("reason")?.extract().ok()?;
+    let mut error = if e.is_instance_of::<PyTypeError>(py) {
+        Error::wrong_type(&argument, reason)
+    } else {
+        Error::invalid(&argument, reason)
+    };
+    if let Some(list) = field("list").and_then(|l| l.extract::<usize>().ok()) {
+        error = match field("rank").and_then(|r| r.extract::<usize>().ok()) {
+            Some(rank) if rank > 0 => error.at_item(list, rank - 1),
+            _ => error.for_list(list),
+        };
+    }
+    Some(error)
+}
+
+/// The key object of a key the core looked up itself (an int, a doc id).
+fn core_key<'py>(py: Python<'py>, key: &Key) -> PyResult<Bound<'py, PyAny>> {
+    match key {
+        Key::Int(v) => Ok(v.into_pyobject(py)?.into_any()),
+        Key::Bytes(b) => Ok(text(py, b)?.into_any()),
     }
 }
 
-/// The exception for `e`, whose keys (when not looked up by the core) are the items of `lists`.
-pub fn fusion_error(py: Python<'_>, e: Error, lists: &[Bound<'_, PyTuple>]) -> PyErr {
-    let mut key = |k: &KeyRef| match &k.key {
-        Some(_) => core_key(py, k),
-        None => lists
-            .get(k.list)
-            .and_then(|t| t.get_item(k.position).ok())
-            .and_then(|item| item.repr().ok())
-            .map(|r| r.to_string())
-            .unwrap_or_else(|| core_key(py, k)),
-    };
-    exception(py, &e, &mut key, None)
-}
-
-/// The exception for `e`; a malformed file is reported as the file `path`.
-pub fn core_error(py: Python<'_>, e: Error, path: Option<&Bound<'_, PyAny>>) -> PyErr {
-    exception(py, &e, &mut |k| core_key(py, k), path)
-}
-
-fn exception(
-    py: Python<'_>,
-    e: &Error,
-    key: &mut dyn FnMut(&KeyRef) -> String,
-    path: Option<&Bound<'_, PyAny>>,
+/// The exception for `e`. A key the core has not looked up is `key_at(list, position)`, the
+/// caller's key object at that place; a malformed file is reported as the file `path`.
+pub fn exception<'py>(
+    py: Python<'py>,
+    e: Error,
+    key_at: &dyn Fn(usize, usize) -> Option<Bound<'py, PyAny>>,
+    path: Option<&Bound<'py, PyAny>>,
 ) -> PyErr {
     if e.problem == Problem::Interrupted {
         return super::signals::interrupted();
     }
-    let mut render = |b: &[u8]| text_repr(py, b);
-    let message = e.message(key, &mut render);
+    let mut render = |b: &[u8]| {
+        text(py, b)
+            .and_then(|s| s.repr())
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| crate::format::repr_approx(b))
+    };
+    // A key goes into the message as `{key}`, for Python to render with `repr`.
+    let reason = e.message(&mut |_| "{key}".to_owned(), &mut render);
     if let Problem::Malformed(_) = e.problem {
         let line = match e.at {
             At::Line(line) => line,
             _ => None,
         };
         let path = path.map_or_else(|| PyString::new(py, "<file>").into_any(), Bound::clone);
-        return match trec_format_error(py).and_then(|class| class.call1((path, line, message))) {
+        let made = classes(py).and_then(|(_, _, trec)| trec.bind(py).call1((path, line, reason)));
+        return match made {
             Ok(instance) => PyErr::from_value(instance),
             Err(err) => err,
         };
     }
-    PyValueError::new_err(format!("{}{message}", e.prefix(&mut render)))
+    let (list, rank) = match (&e.item, e.key()) {
+        (Some(Item { list, position }), _) => (Some(*list), position.map(|p| p + 1)),
+        (None, Some(k)) => match &e.problem {
+            Problem::NonFiniteNormalized { list, .. } => (Some(*list), None),
+            Problem::DuplicateKey { .. } => (Some(k.list), Some(k.position + 1)),
+            _ => (None, None),
+        },
+        (None, None) => (None, None),
+    };
+    let key = match e.key() {
+        None => None,
+        Some(KeyRef { key: Some(k), .. }) => core_key(py, k).ok(),
+        Some(k) => key_at(k.list, k.position),
+    };
+    let key = match (e.key(), key) {
+        (Some(_), None) => Some(py.None().into_bound(py)),
+        (_, key) => key,
+    };
+    ours(
+        py,
+        e.is_type_error(),
+        &reason,
+        e.argument(),
+        &e.at,
+        list,
+        rank,
+        key,
+    )
+}
+
+/// The exception for `e` when no caller's key object is at hand (batches, run files, arguments).
+pub fn core_error<'py>(py: Python<'py>, e: Error, path: Option<&Bound<'py, PyAny>>) -> PyErr {
+    exception(py, e, &|_, _| None, path)
+}
+
+/// The exception for `e`, whose keys are the items of `lists`.
+pub fn fusion_error<'py>(py: Python<'py>, e: Error, lists: &[Bound<'py, PyTuple>]) -> PyErr {
+    exception(
+        py,
+        e,
+        &|list, position| lists.get(list)?.get_item(position).ok(),
+        None,
+    )
 }
 
 impl From<Error> for PyErr {
-    /// For errors that name no key object (argument checks): the message as the core words it.
+    /// For errors that name no key object (argument checks).
     fn from(e: Error) -> PyErr {
         Python::attach(|py| core_error(py, e, None))
     }
-}
-
-/// A run or qrels file that cannot be read, naming the file and, where it applies, the line.
-const TREC_FORMAT_ERROR: &std::ffi::CStr = cr#"
-class TrecFormatError(ValueError):
-    """A run or qrels file that cannot be read: names the file and, where it applies, the line.
-
-    Attributes: ``path`` (the file as given), ``line`` (1-based line number, or None when the
-    problem is the file as a whole, e.g. it is empty or its gzip data are corrupt) and ``reason``.
-    """
-
-    __module__ = "rankfusion.trec"
-
-    def __init__(self, path, line, reason):
-        self.path = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
-        self.line = line
-        self.reason = reason
-        where = self.path if line is None else f"{self.path}:{line}"
-        super().__init__(f"{where}: {reason}")
-
-    def __reduce__(self):
-        return (type(self), (self.path, self.line, self.reason))
-"#;
-
-/// The class `TrecFormatError` (made once).
-pub fn trec_format_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    static CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    CLASS
-        .get_or_try_init(py, || {
-            let namespace = PyDict::new(py);
-            namespace.set_item("os", py.import("os")?)?;
-            namespace.set_item("ValueError", PyValueError::type_object(py))?;
-            namespace.set_item("__name__", "rankfusion.trec")?;
-            py.run(TREC_FORMAT_ERROR, Some(&namespace), None)?;
-            Ok::<_, PyErr>(
-                namespace
-                    .get_item("TrecFormatError")?
-                    .ok_or_else(|| PyValueError::new_err("TrecFormatError was not defined"))?
-                    .cast_into::<PyType>()?
-                    .unbind(),
-            )
-        })
-        .map(|c| c.bind(py))
 }

@@ -7,8 +7,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 
-use super::args::{integer, Arg};
-use super::rrf::rrf;
+use super::args::integer;
+use super::fusion::fusion_arg;
+use super::query;
 
 /// The candidates of every search, if each search is a list of `(id, float)` 2-tuples (exact
 /// types): then nothing but the ids needs checking, and they were checked by hashing them here.
@@ -67,24 +68,20 @@ pub fn _pairs_union<'py>(
     Ok(Some(seen.keys()))
 }
 
-/// RRF of the live candidates of each search: each list keeps, in order, its candidates whose id
-/// is `in alive`, up to `window` of them, and is fused as
-/// `rrf(ids, k=k, weights=weights, limit=limit, scores=scores, trace=trace)` — the same hits, the
-/// same errors. Every search must be a list of `(id, float)` 2-tuples (TypeError otherwise: the
-/// caller checks with `_pairs_union` first).
+/// The fusion of the live candidates of each search: each list keeps, in order, its candidates
+/// whose id is `in alive`, up to `window` of them, and is fused as `fusion(ids, scores)` — the
+/// same hits, the same errors. Every search must be a list of `(id, float)` 2-tuples (TypeError
+/// otherwise: the caller checks with `_pairs_union` first).
 #[pyfunction]
-#[pyo3(signature = (searches, alive, window, *, k, weights, limit, trace))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (searches, alive, window, fusion))]
 pub fn _fuse_live_pairs<'py>(
     py: Python<'py>,
     searches: &Bound<'py, PyAny>,
     alive: &Bound<'py, PyAny>,
     window: &Bound<'py, PyAny>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    limit: Option<Bound<'py, PyAny>>,
-    trace: Arg<'py>,
+    fusion: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let fusion = fusion_arg(fusion)?;
     let Some(searches) = tuple_pairs(searches)? else {
         return Err(PyTypeError::new_err(
             "searches must be lists of (id, float) tuples",
@@ -124,19 +121,5 @@ pub fn _fuse_live_pairs<'py>(
     }
     let lists = PyTuple::new(py, lists)?;
     let scores = PyTuple::new(py, scores)?.into_any();
-    rrf(
-        py,
-        lists.as_any(),
-        k,
-        weights,
-        None,
-        Arg::Missing,
-        Arg::Missing,
-        Arg::Missing,
-        limit,
-        None,
-        Arg::Missing,
-        Some(scores),
-        trace,
-    )
+    query::call(py, &fusion, lists.as_any(), Some(&scores), None)
 }

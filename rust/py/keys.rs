@@ -1,13 +1,13 @@
 //! Keys as a Python `dict` identifies them: exact ints hashed in Rust (with the GIL released),
 //! any other hashable interned with Python's own hash and `==` (identity first).
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyInt, PyTuple, PyType};
 use pyo3::{ffi, Borrowed};
 
 use super::args::repr;
+use super::errors::type_error;
 
 /// Signals are checked every this many items read by [`exact_ints`] (and slots of a
 /// [`PyInterner`] filled).
@@ -146,10 +146,10 @@ fn unhashable(key: &Borrowed<'_, '_, PyAny>, list: usize, position: usize) -> Py
     let py = key.py();
     let e = PyErr::fetch(py);
     match hashable_type(py).and_then(|h| key.is_instance(h)) {
-        Ok(false) => PyTypeError::new_err(format!(
-            "lists[{list}][{position}] is not hashable: {}",
-            repr(key)
-        )),
+        Ok(false) => type_error(
+            &format!("lists[{list}][{position}]"),
+            format!("lists[{list}][{position}] is not hashable: {}", repr(key)),
+        ),
         Ok(true) => e,
         Err(other) => other,
     }

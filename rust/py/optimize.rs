@@ -15,8 +15,8 @@ use pyo3::types::PyTuple;
 use super::args::integer;
 use super::arrays::{borrow, contiguous, numpy, shape, slice, thread_count};
 use super::errors::core_error;
+use super::fusion::fusion_arg;
 use crate::error::Error;
-use crate::fusion::{Method, Norm, Params};
 use crate::optimize::{self, Trace};
 
 /// `value` as an array of `ndim` dimensions whose dtype kind is one of `kinds`, copied as a
@@ -49,10 +49,12 @@ fn copied<T: numpy::Element + Copy>(
     Ok((data, array.shape().to_vec()))
 }
 
-/// A setting's error: `"settings[s]: "` and the core's message (with its `row q: ` prefix).
+/// The error of setting `setting` (the core's, located at its row): our exception with the
+/// attribute `setting_index` added.
 fn setting_error(py: Python<'_>, setting: usize, e: Error) -> PyErr {
     let err = core_error(py, e, None);
-    PyValueError::new_err(format!("settings[{setting}]: {}", err.value(py)))
+    let _ = err.value(py).setattr("setting_index", setting);
+    err
 }
 
 /// A traced fusion of Q queries: `fuse_batch(..., trace=True)` with weight 1 for every list (so
@@ -96,88 +98,33 @@ impl PyTrace {
         Ok(PyTrace { trace })
     }
 
-    /// Scores S settings of `method` (with `norm`, as traced) from the trace, with the GIL
-    /// released, on up to `threads` threads: `weights` (S, L) (weighted methods; None: 1.0 for
-    /// every list), `values` (S,) the method's parameter (k for rrf, phi for rbc, gamma for
-    /// gmnz, sigma for logn_isr; None for the others), `limit` as fuse's. Each row is cut at
-    /// `cutoff` when given (its hits whose score as a C float is at least its cutoff-th's).
-    /// Returns `(counts, ids, scores)`: counts (S, Q) int64, then the kept hits' ids and scores
-    /// (int64, float64), setting after setting and row after row, each row in fuse's order.
-    /// Errors: a ValueError `"settings[s]: ..."` for the first setting that fuse would refuse
-    /// (its message, `row q: ` first for a row that cannot be fused), or that is not scored from
-    /// a trace (a method, norm or argument that needs the whole fusion).
-    #[pyo3(signature = (method, norm, weights, values, *, limit=None, cutoff=None, threads=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Scores S settings (each a `Fusion`, or its settings as a dict) of the traced method from
+    /// the trace, with the GIL released, on up to `threads` threads. Each row is cut at `cutoff`
+    /// when given (its hits whose score as a C float is at least its cutoff-th's). Returns
+    /// `(counts, ids, scores)`: counts (S, Q) int64, then the kept hits' ids and scores (int64,
+    /// float64), setting after setting and row after row, each row in fuse's order. Errors: a
+    /// setting that the checker refuses (FusionError / FusionTypeError), that is not scored
+    /// from a trace (a method, norm or argument that needs the whole fusion), or that cannot be
+    /// fused (FusionError at its row); the exception's `setting_index` attribute is its index.
+    #[pyo3(signature = (settings, *, cutoff=None, threads=None))]
     fn combine<'py>(
         &self,
         py: Python<'py>,
-        method: Method,
-        norm: Option<Norm>,
-        weights: Option<&Bound<'py, PyAny>>,
-        values: Option<&Bound<'py, PyAny>>,
-        limit: Option<&Bound<'py, PyAny>>,
+        settings: &Bound<'py, PyAny>,
         cutoff: Option<&Bound<'py, PyAny>>,
         threads: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let (rows, lists) = (self.trace.rows(), self.trace.lists());
-        let weights = weights
-            .map(|w| copied::<f64>(w, "weights", 2, b"iuf", "float64"))
-            .transpose()?;
-        let values = values
-            .map(|v| copied::<f64>(v, "values", 1, b"iuf", "float64"))
-            .transpose()?;
-        let n = match (&weights, &values) {
-            (Some((_, s)), _) if s[1] != lists => {
-                return Err(PyValueError::new_err(format!(
-                    "weights has {} columns for the trace's {lists} lists",
-                    s[1]
-                )))
-            }
-            (Some((_, s)), Some((v, _))) if v.len() != s[0] => {
-                return Err(PyValueError::new_err(format!(
-                    "weights has {} settings, values {}",
-                    s[0],
-                    v.len()
-                )))
-            }
-            (Some((_, s)), _) => s[0],
-            (None, Some((v, _))) => v.len(),
-            (None, None) => {
-                return Err(PyValueError::new_err(
-                    "weights or values must give the settings",
-                ))
-            }
-        };
-        let limit = limit.map(|l| integer(l, "limit", 0)).transpose()?;
+        let settings = super::args::as_tuple(settings, "settings")?;
+        let n = settings.len();
         let cutoff = cutoff.map(|c| integer(c, "cutoff", 1)).transpose()?;
         let n_threads = thread_count(threads)?;
         let mut plans = Vec::with_capacity(n);
-        for s in 0..n {
-            let mut p = Params {
-                method,
-                norm,
-                limit,
-                ..Params::default()
-            };
-            if let Some((w, _)) = &weights {
-                p.weights = Some(w[s * lists..(s + 1) * lists].to_vec());
-            }
-            if let Some((v, _)) = &values {
-                let x = v[s];
-                match method {
-                    Method::Rrf => p.k = x,
-                    Method::Rbc => p.phi = Some(x),
-                    Method::Gmnz => p.gamma = Some(x),
-                    Method::LognIsr => p.sigma = Some(x),
-                    _ => {
-                        return Err(PyValueError::new_err(format!(
-                            "method '{}' has no parameter to give as values",
-                            method.name()
-                        )))
-                    }
-                }
-            }
-            plans.push(p.plan(lists).map_err(|e| setting_error(py, s, e))?);
+        for (s, setting) in settings.iter().enumerate() {
+            let plan = fusion_arg(&setting).and_then(|f| Ok(f.plan(lists)?));
+            plans.push(plan.inspect_err(|e| {
+                let _ = e.value(py).setattr("setting_index", s);
+            })?);
         }
         let combined = py
             .detach(|| optimize::combine(&self.trace, &plans, cutoff, n_threads))

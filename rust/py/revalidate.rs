@@ -15,6 +15,7 @@ use pyo3::types::{
 
 use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
 use super::arrays::{borrow, contiguous, matrix, numpy, shape, slice};
+use super::errors::{type_error, value_error};
 use super::keys::{hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use super::signals::Signals;
@@ -106,10 +107,13 @@ fn pair<'py>(
         l.to_tuple()
     } else {
         let bad = || {
-            PyTypeError::new_err(format!(
-                "candidates[{i}] must be an (id, score) pair, got {}",
-                describe(value)
-            ))
+            type_error(
+                &format!("candidates[{i}]"),
+                format!(
+                    "candidates[{i}] must be an (id, score) pair, got {}",
+                    describe(value)
+                ),
+            )
         };
         if value.is_instance_of::<PyString>()
             || value.is_instance_of::<PyBytes>()
@@ -131,10 +135,13 @@ fn pair<'py>(
         items.to_tuple()
     };
     if items.len() != 2 {
-        return Err(PyValueError::new_err(format!(
-            "candidates[{i}] must be an (id, score) pair, got {} items",
-            items.len()
-        )));
+        return Err(value_error(
+            &format!("candidates[{i}]"),
+            format!(
+                "candidates[{i}] must be an (id, score) pair, got {} items",
+                items.len()
+            ),
+        ));
     }
     // SAFETY: a tuple of two items.
     unsafe {
@@ -161,11 +168,14 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
     let plain =
         candidates.is_exact_instance_of::<PyList>() || candidates.is_exact_instance_of::<PyTuple>();
     if !plain && candidates.is_instance(mapping_type(py)?)? {
-        return Err(PyTypeError::new_err(format!(
-            "candidates must be an iterable of (id, score) pairs, not a mapping ({}): pass \
+        return Err(type_error(
+            "candidates",
+            format!(
+                "candidates must be an iterable of (id, score) pairs, not a mapping ({}): pass \
              mapping.items()",
-            type_name(candidates)
-        )));
+                type_name(candidates)
+            ),
+        ));
     }
     let outer = as_tuple(candidates, "candidates")?;
     let mut ids = Vec::with_capacity(outer.len());
@@ -183,10 +193,10 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
             && !id.is_exact_instance_of::<PyString>()
             && !id.is_instance(hashable_type(py)?)?
         {
-            return Err(PyTypeError::new_err(format!(
-                "candidates[{i}][0] is not hashable: {}",
-                id.repr()?
-            )));
+            return Err(type_error(
+                &format!("candidates[{i}][0]"),
+                format!("candidates[{i}][0] is not hashable: {}", id.repr()?),
+            ));
         }
         if let Some(values) = &mut ints {
             match exact_int.then(|| as_i64(&id)).flatten() {
@@ -273,27 +283,30 @@ pub fn revalidate<'py>(
     let get = match lookup.getattr_opt(intern!(py, "get"))? {
         Some(get) if get.is_callable() => get,
         _ => {
-            return Err(PyTypeError::new_err(format!(
-                "lookup must have a get(id) method (or be a Mapping), got {}",
-                type_name(lookup)
-            )))
+            return Err(type_error(
+                "lookup",
+                format!(
+                    "lookup must have a get(id) method (or be a Mapping), got {}",
+                    type_name(lookup)
+                ),
+            ))
         }
     };
     let get_many = lookup.getattr_opt(intern!(py, "get_many"))?;
     if let Some(g) = &get_many {
         if !g.is_callable() {
-            return Err(PyTypeError::new_err(format!(
-                "lookup.get_many must be callable, got {}",
-                type_name(g)
-            )));
+            return Err(type_error(
+                "lookup.get_many",
+                format!("lookup.get_many must be callable, got {}", type_name(g)),
+            ));
         }
     }
     if let Some(w) = &r#where {
         if !w.is_callable() {
-            return Err(PyTypeError::new_err(format!(
-                "where must be callable or None, got {}",
-                describe(w)
-            )));
+            return Err(type_error(
+                "where",
+                format!("where must be callable or None, got {}", describe(w)),
+            ));
         }
     }
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
@@ -323,10 +336,13 @@ pub fn revalidate<'py>(
         match get_many.call1((&unique,)) {
             Ok(found) => {
                 if !found.is_instance(mapping_type(py)?)? {
-                    return Err(PyTypeError::new_err(format!(
-                        "lookup.get_many must return a mapping id -> record or None, got {}",
-                        type_name(&found)
-                    )));
+                    return Err(type_error(
+                        "lookup.get_many",
+                        format!(
+                            "lookup.get_many must return a mapping id -> record or None, got {}",
+                            type_name(&found)
+                        ),
+                    ));
                 }
                 let dict = found.cast_exact::<PyDict>().ok();
                 let get_found = intern!(py, "get");
@@ -435,10 +451,10 @@ pub fn revalidate_batch<'py>(
     if ids.dtype().kind() == b'u' && ids.dtype().itemsize() == 8 && !ids.is_empty() {
         let max = ids.call_method0(intern!(py, "max"))?;
         if max.gt(i64::MAX)? {
-            return Err(PyValueError::new_err(format!(
-                "ids must fit in int64, got {}",
-                max.repr()?
-            )));
+            return Err(value_error(
+                "ids",
+                format!("ids must fit in int64, got {}", max.repr()?),
+            ));
         }
     }
     let scores = matrix(
@@ -448,17 +464,20 @@ pub fn revalidate_batch<'py>(
         "a real array (integer or float dtype)",
     )?;
     if scores.shape() != ids.shape() {
-        return Err(PyValueError::new_err(format!(
-            "scores has shape {} but ids has shape {}",
-            shape(&scores)?,
-            shape(&ids)?
-        )));
+        return Err(value_error(
+            "scores",
+            format!(
+                "scores has shape {} but ids has shape {}",
+                shape(&scores)?,
+                shape(&ids)?
+            ),
+        ));
     }
     if !is_live.is_callable() {
-        return Err(PyTypeError::new_err(format!(
-            "is_live must be callable, got {}",
-            describe(is_live)
-        )));
+        return Err(type_error(
+            "is_live",
+            format!("is_live must be callable, got {}", describe(is_live)),
+        ));
     }
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
     let pad = match pad {
@@ -532,7 +551,7 @@ fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
 fn pad_value(value: &Bound<'_, PyAny>) -> PyResult<i64> {
     let n = index(value, "pad")?;
     n.extract::<i64>()
-        .map_err(|_| PyValueError::new_err(format!("pad must fit in int64, got {}", repr(&n))))
+        .map_err(|_| value_error("pad", format!("pad must fit in int64, got {}", repr(&n))))
 }
 
 /// `is_live`'s answer: a boolean array with one entry per unique id, copied.
@@ -542,16 +561,22 @@ fn live_mask(answer: &Bound<'_, PyAny>, n_unique: usize) -> PyResult<Vec<bool>> 
         .call_method1(intern!(py, "asarray"), (answer,))?
         .cast_into::<PyUntypedArray>()?;
     if array.dtype().kind() != b'b' {
-        return Err(PyTypeError::new_err(format!(
-            "is_live must return a boolean array, got dtype {}",
-            array.dtype().str()?
-        )));
+        return Err(type_error(
+            "is_live",
+            format!(
+                "is_live must return a boolean array, got dtype {}",
+                array.dtype().str()?
+            ),
+        ));
     }
     if array.shape() != [n_unique] {
-        return Err(PyValueError::new_err(format!(
-            "is_live must return one bool per id ({n_unique}), got shape {}",
-            shape(&array)?
-        )));
+        return Err(value_error(
+            "is_live",
+            format!(
+                "is_live must return one bool per id ({n_unique}), got shape {}",
+                shape(&array)?
+            ),
+        ));
     }
     let typed = borrow::<bool>(&array)?;
     Ok(match typed.as_slice() {

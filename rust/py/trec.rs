@@ -12,8 +12,8 @@ use pyo3::{ffi, Borrowed};
 
 use rayon::prelude::*;
 
-use super::args::{fusion_params, method_params, Arg};
 use super::errors::{core_error, text};
+use super::fusion::fusion_arg;
 use super::results::HIT;
 use super::signals::{self, Signals};
 use crate::error::Error;
@@ -374,56 +374,16 @@ fn parse_run_files<'py>(
 /// GIL released. Raises ValueError as `fuse` does (the message prefixed with the query) for the
 /// first query that fails. Ctrl-C raises `KeyboardInterrupt` within milliseconds.
 #[pyfunction]
-#[pyo3(
-    name = "_fuse_run_files",
-    signature = (files, *, method=Arg::Missing, norm=None, k=Arg::Missing, weights=None,
-                 window=None, duplicates=Arg::Missing, limit=None, lower_is_better=None,
-                 phi=None, gamma=None, sigma=None, tag),
-    text_signature = "(files, *, method='rrf', norm=None, k=60, weights=None, window=None, duplicates='first', limit=None, lower_is_better=None, phi=None, gamma=None, sigma=None, tag)"
-)]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(name = "_fuse_run_files", signature = (files, fusion, *, tag))]
 fn fuse_run_files<'py>(
     py: Python<'py>,
     files: Vec<Bound<'py, RunFile>>,
-    method: Arg<'py>,
-    norm: Option<Bound<'py, PyAny>>,
-    k: Arg<'py>,
-    weights: Option<Bound<'py, PyAny>>,
-    window: Option<Bound<'py, PyAny>>,
-    duplicates: Arg<'py>,
-    limit: Option<Bound<'py, PyAny>>,
-    lower_is_better: Option<Bound<'py, PyAny>>,
-    phi: Option<Bound<'py, PyAny>>,
-    gamma: Option<Bound<'py, PyAny>>,
-    sigma: Option<Bound<'py, PyAny>>,
+    fusion: &Bound<'py, PyAny>,
     tag: &[u8],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let n = files.len();
-    let mut params = fusion_params(
-        method,
-        norm,
-        k,
-        weights,
-        Some(n),
-        window,
-        duplicates,
-        Arg::Missing,
-        Arg::Missing,
-        limit,
-        None,
-        Arg::Missing,
-    )?;
-    method_params(
-        &mut params,
-        Some(n),
-        lower_is_better,
-        phi,
-        gamma,
-        sigma,
-        None,
-        None,
-    )?;
-    let plan = params.plan(n).map_err(|e| core_error(py, e, None))?;
+    let fusion = fusion_arg(fusion)?;
+    let plan = fusion.plan(files.len())?;
+    fusion.check_boost(false)?; // (run files have no boost values)
     let core: Vec<CoreRunFile<'_>> = files
         .iter()
         .map(|f| {

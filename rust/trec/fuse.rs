@@ -21,10 +21,10 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use super::write::push_line;
-use super::RunQuery;
+use super::{py_str_cmp, RunQuery};
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
-use crate::fusion::{params, Interned, Interner, Plan, Workspace};
+use crate::fusion::{params, Caller, Firsts, Interned, Interner, Plan, Workspace};
 
 /// One parsed run file: its bytes and its queries (byte ranges of `data`), as
 /// [`super::parse_run`] returns them.
@@ -92,6 +92,24 @@ impl QueryTable {
     }
 }
 
+/// Orders tied doc ids with `tie_break="key"` as Python orders their decoded text.
+struct ByDocId<'a>(&'a [&'a [&'a [u8]]]);
+
+impl Caller<Error> for ByDocId<'_> {
+    fn orders_ties(&self) -> bool {
+        true
+    }
+
+    fn order_ties(&mut self, group: &mut [u32], firsts: &Firsts<'_>) -> Result<(), Error> {
+        let id = |key: u32| {
+            let (list, position) = firsts.get(key);
+            self.0[list as usize][position as usize]
+        };
+        group.sort_by(|&a, &b| py_str_cmp(id(a), id(b)));
+        Ok(())
+    }
+}
+
 /// Fuses query `i` of `table` and appends its lines to `out`.
 #[allow(clippy::too_many_arguments)]
 fn fuse_query(
@@ -134,8 +152,7 @@ fn fuse_query(
             .collect();
         for (l, s) in scores.iter().enumerate() {
             for (j, &x) in s.unwrap_or_default().iter().enumerate() {
-                params::raw_score(x, true, || format!("scores[{l}][{j}]"))
-                    .map_err(|e| e.at(At::Qid(qid.to_vec())))?;
+                params::raw_score(x, true, l, j).map_err(|e| e.at(At::Qid(qid.to_vec())))?;
             }
         }
         scores
@@ -143,19 +160,19 @@ fn fuse_query(
         Vec::new()
     };
     let mut interner = Interner::new(&slices);
-    ws.fuse_cancellable(
+    ws.run(
+        plan,
         &mut Interned::new(&lens, |l, p, next| {
             Ok::<_, Error>(interner.intern(l, p, next))
         }),
         &scores,
-        plan,
+        &mut ByDocId(&slices),
         cancel,
     )
     .map_err(|e| {
         e.with_key(|l, p| Some(Key::Bytes(slices[l][p].to_vec())))
             .at(At::Qid(qid.to_vec()))
     })?;
-    ws.rank_cancellable(plan, cancel)?;
     out.reserve(ws.page().len() * (qid.len() + tag.len() + 48));
     for (rank, &id) in ws.page().iter().enumerate() {
         push_line(
@@ -187,7 +204,7 @@ pub fn fused_run(
         .iter()
         .map(|f| f.queries.iter().map(|q| q.docids.len()).max().unwrap_or(0))
         .collect();
-    let plan = plan.clone().with_contributions(&longest);
+    let plan = plan.clone().with_rank_terms(&longest);
     if !parallel || table.len() < 2 {
         let mut ws = Workspace::new(false);
         let mut out = Vec::new();
@@ -218,9 +235,10 @@ pub fn fused_run(
 mod tests {
     use super::*;
     use crate::error::Problem;
-    use crate::fusion::{Duplicates, Params};
-    use crate::trec::write::push_usize;
-    use crate::trec::{parse_run, parse_score, pyrepr, Number, Order, ReadDuplicates};
+    use crate::format as pyrepr;
+    use crate::format::push_usize;
+    use crate::fusion::{Duplicates, Fusion};
+    use crate::trec::{parse_run, parse_score, Number, Order, ReadDuplicates};
 
     fn score(t: &[u8]) -> Option<f64> {
         match parse_score(t) {
@@ -244,10 +262,10 @@ mod tests {
             .collect()
     }
 
-    fn fuse(texts: &[&[u8]], params: &Params, parallel: bool) -> Result<String, Error> {
+    fn fuse(texts: &[&[u8]], params: &Fusion, parallel: bool) -> Result<String, Error> {
         let q = parsed(texts, Order::Score, ReadDuplicates::Keep);
         let f = files(texts, &q);
-        let plan = params.plan(texts.len())?;
+        let plan = params.check_plan(texts.len())?;
         fused_run(&f, &plan, b"t", parallel, &Cancel::none()).map(|b| String::from_utf8(b).unwrap())
     }
 
@@ -270,7 +288,7 @@ mod tests {
     fn lines_scores_and_ties_as_rrf() {
         let a: &[u8] = b"q Q0 a 1 3 s\nq Q0 b 2 2 s\n";
         let b: &[u8] = b"q Q0 c 1 9 s\nq Q0 a 2 8 s\n";
-        let out = fuse(&[a, b], &Params::default(), false).unwrap();
+        let out = fuse(&[a, b], &Fusion::default(), false).unwrap();
         let ab = 0.0 + 1.0 / 62.0 + 1.0 / 61.0;
         let mut expected = Vec::new();
         for (rank, (doc, s)) in [("a", ab), ("c", 1.0 / 61.0), ("b", 1.0 / 62.0)]
@@ -290,11 +308,11 @@ mod tests {
     fn missing_queries_windows_weights_limits_and_duplicates() {
         let a: &[u8] = b"1 Q0 a 1 3 s\n1 Q0 b 2 2 s\n1 Q0 a 3 1 s\n2 Q0 z 1 1 s\n";
         let b: &[u8] = b"1 Q0 b 1 5 s\n3 Q0 y 1 1 s\n";
-        let p = Params {
-            k: 1.0,
+        let p = Fusion {
+            k: Some(1.0),
             weights: Some(vec![1.0, -0.5]),
             duplicates: Duplicates::Sum,
-            ..Params::default()
+            ..Fusion::default()
         };
         let out = fuse(&[a, b], &p, false).unwrap();
         let lines: Vec<&str> = out.lines().collect();
@@ -308,7 +326,7 @@ mod tests {
                 "3 Q0 y 1 -0.25 t",
             ]
         );
-        let windowed = Params {
+        let windowed = Fusion {
             window: Some(1),
             limit: Some(1),
             ..p.clone()
@@ -319,19 +337,19 @@ mod tests {
             ["1 Q0 a 1 0.5 t", "2 Q0 z 1 0.5 t", "3 Q0 y 1 -0.25 t"]
         );
         // weight 0 and a cancelling weight: no line / a zero score
-        let zero = Params {
-            k: 1.0,
+        let zero = Fusion {
+            k: Some(1.0),
             weights: Some(vec![0.0, 1.0]),
-            ..Params::default()
+            ..Fusion::default()
         };
         assert_eq!(
             fuse(&[a, b], &zero, false).unwrap(),
             "1 Q0 b 1 0.5 t\n3 Q0 y 1 0.5 t\n"
         );
         let cancel: &[u8] = b"1 Q0 a 1 1 s\n";
-        let opposite = Params {
+        let opposite = Fusion {
             weights: Some(vec![1.0, -1.0]),
-            ..Params::default()
+            ..Fusion::default()
         };
         assert_eq!(
             fuse(&[cancel, cancel], &opposite, false).unwrap(),
@@ -353,9 +371,9 @@ mod tests {
                 );
             }
         }
-        let p = Params {
+        let p = Fusion {
             limit: Some(20),
-            ..Params::default()
+            ..Fusion::default()
         };
         let one = fuse(&[&a, &b], &p, false).unwrap();
         let many = fuse(&[&a, &b], &p, true).unwrap();
@@ -366,10 +384,10 @@ mod tests {
     #[test]
     fn errors_name_the_first_failing_query_and_the_key() {
         let a: &[u8] = b"1 Q0 a 1 3 s\n2 Q0 b 1 3 s\n2 Q0 c 2 2 s\n";
-        let p = Params {
-            k: 0.0,
+        let p = Fusion {
+            k: Some(0.0),
             weights: Some(vec![f64::MAX, f64::MAX]),
-            ..Params::default()
+            ..Fusion::default()
         };
         for parallel in [false, true] {
             let e = fuse(&[a, a], &p, parallel).unwrap_err();
@@ -382,10 +400,10 @@ mod tests {
         }
         // a score Rust's formatter would write otherwise
         let big: &[u8] = b"1 Q0 a 1 3 s\n";
-        let p = Params {
-            k: 0.0,
+        let p = Fusion {
+            k: Some(0.0),
             weights: Some(vec![1e22]),
-            ..Params::default()
+            ..Fusion::default()
         };
         assert_eq!(fuse(&[big], &p, false).unwrap(), "1 Q0 a 1 1e+22 t\n");
     }
@@ -396,7 +414,7 @@ mod tests {
         let out = {
             let q = parsed(&[a], Order::File, ReadDuplicates::Keep);
             let f = files(&[a], &q);
-            let plan = Params::default().plan(1).unwrap();
+            let plan = Fusion::default().check_plan(1).unwrap();
             fused_run(&f, &plan, b"t\xfe", false, &Cancel::none()).unwrap()
         };
         assert_eq!(

@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 
 use super::{Reason, Span};
 use crate::error::Error;
+use crate::format::code_points;
 
 /// A line quoted in an error is cut to this many characters (code points).
 const SHOWN_CHARS: usize = 80;
@@ -95,15 +96,6 @@ pub fn is_id(id: &[u8]) -> bool {
             LEAD => unicode_space(&id[i..]) == 0,
             _ => true,
         })
-}
-
-/// The code points Python decodes `bytes` into with `surrogateescape`.
-pub(super) fn code_points(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
-    bytes.utf8_chunks().flat_map(|chunk| {
-        let valid = chunk.valid().chars().map(u32::from);
-        let invalid = chunk.invalid().iter().map(|&b| 0xdc00 + u32::from(b));
-        valid.chain(invalid)
-    })
 }
 
 /// Python's order of the decoded strings.
@@ -329,34 +321,4 @@ pub(super) fn fields_error<const N: usize>(
             text: shown(strip(&data[line.text.clone()])),
         },
     )
-}
-
-/// Python's `repr` of the decoded text, approximately: exact for ASCII; other characters are
-/// kept unless Rust deems them control or whitespace characters (Python's `str.isprintable` is
-/// the exact rule). The Python binding uses Python's own `repr` instead.
-pub fn repr_approx(bytes: &[u8]) -> String {
-    let quote = if bytes.contains(&b'\'') && !bytes.contains(&b'"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(bytes.len() + 2);
-    out.push(quote);
-    for c in code_points(bytes) {
-        match char::from_u32(c) {
-            Some(ch) if ch == quote || ch == '\\' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            Some('\t') => out.push_str("\\t"),
-            Some('\n') => out.push_str("\\n"),
-            Some('\r') => out.push_str("\\r"),
-            Some(ch) if ch == ' ' || !(ch.is_control() || ch.is_whitespace()) => out.push(ch),
-            _ if c < 0x100 => out.push_str(&format!("\\x{c:02x}")),
-            _ if c < 0x10000 => out.push_str(&format!("\\u{c:04x}")),
-            _ => out.push_str(&format!("\\U{c:08x}")),
-        }
-    }
-    out.push(quote);
-    out
 }

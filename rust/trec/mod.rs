@@ -22,13 +22,12 @@
 //!
 //! - [`lex`]: lines, fields, whitespace, ids and their order;
 //! - [`parse`]: run and qrels files;
-//! - [`write`]: run lines (with [`pyrepr`], Python's `repr` of a float);
+//! - [`write`]: run lines (scores by [`crate::format`], Python's `repr` of a float);
 //! - [`fuse`]: the fused run of parsed run files, as lines.
 
 pub mod fuse;
 pub mod lex;
 pub mod parse;
-pub mod pyrepr;
 #[cfg(test)]
 mod tests;
 pub mod write;
@@ -37,7 +36,8 @@ use std::ops::Range;
 
 use crate::error::{At, Error, Problem};
 
-pub use lex::{is_id, py_str_cmp, repr_approx};
+pub use crate::error::Reason;
+pub use lex::{is_id, py_str_cmp};
 pub use parse::{parse_gain, parse_qrels, parse_run, parse_run_cancellable, parse_score};
 
 /// A byte range of the input.
@@ -93,65 +93,6 @@ impl ReadDuplicates {
     }
 }
 
-/// Why a file cannot be read. Quoted texts are the input's bytes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reason {
-    /// A line with the wrong number of fields; `text` is the line without its leading and
-    /// trailing whitespace, cut to 77 characters and `...` when it is longer than 80.
-    Fields {
-        expected: usize,
-        format: &'static str,
-        found: usize,
-        text: Vec<u8>,
-    },
-    /// A run score that Python's `float()` rejects.
-    NotANumber { text: Vec<u8> },
-    /// A run score that is NaN.
-    NaN { text: Vec<u8> },
-    /// A doc id twice in one query of a run (`ReadDuplicates::Error`).
-    DuplicateDoc {
-        qid: Vec<u8>,
-        docid: Vec<u8>,
-        first_line: usize,
-    },
-    /// A qrels gain that Python's `int()` rejects.
-    NotAnInteger { text: Vec<u8> },
-    /// A doc judged twice for one query (`ReadDuplicates::Error`).
-    DuplicateJudgment { qid: Vec<u8>, docid: Vec<u8> },
-}
-
-impl Reason {
-    /// The message, each quoted text rendered by `repr`.
-    pub fn render(&self, repr: &mut dyn FnMut(&[u8]) -> String) -> String {
-        match self {
-            Reason::Fields {
-                expected,
-                format,
-                found,
-                text,
-            } => format!(
-                "expected {expected} fields ({format}), found {found}: {}",
-                repr(text)
-            ),
-            Reason::NotANumber { text } => format!("score is not a number, got {}", repr(text)),
-            Reason::NaN { text } => format!("score is NaN, got {}", repr(text)),
-            Reason::DuplicateDoc {
-                qid,
-                docid,
-                first_line,
-            } => format!(
-                "query {} has doc {} twice (first on line {first_line})",
-                repr(qid),
-                repr(docid)
-            ),
-            Reason::NotAnInteger { text } => format!("gain is not an integer, got {}", repr(text)),
-            Reason::DuplicateJudgment { qid, docid } => {
-                format!("query {} judges doc {} twice", repr(qid), repr(docid))
-            }
-        }
-    }
-}
-
 /// One query of a run, ranked: `docids[i]` (a byte range of the input) has score `scores[i]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunQuery {
@@ -181,8 +122,5 @@ pub enum Number<T> {
 
 /// The error of a malformed file at 1-based line `line`.
 pub fn malformed(line: usize, reason: Reason) -> Error {
-    Error {
-        problem: Problem::Malformed(reason),
-        at: At::Line(Some(line)),
-    }
+    Error::from(Problem::Malformed(reason)).at(At::Line(Some(line)))
 }

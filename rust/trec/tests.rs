@@ -6,6 +6,7 @@ use super::lex::*;
 use super::parse::*;
 use super::*;
 use crate::error::{At, Error, Problem};
+use crate::format::{self as pyrepr, repr_approx};
 
 /// (line, reason rendered by `repr_approx`) of a malformed file's error.
 fn line_reason(e: &Error) -> (usize, String) {

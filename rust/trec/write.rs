@@ -1,22 +1,7 @@
 //! Run lines as `rankfusion.trec.write_run` writes them: `qid Q0 docid rank score tag\n`, ranks
 //! 1..n, the score as Python's `repr` writes it.
 
-use super::pyrepr;
-
-/// Appends the decimal digits of `n`.
-pub fn push_usize(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
+use crate::format::{self, push_usize};
 
 /// Appends one line `qid Q0 docid rank score tag\n`.
 pub fn push_line(out: &mut Vec<u8>, qid: &[u8], docid: &[u8], rank: usize, score: f64, tag: &[u8]) {
@@ -26,7 +11,7 @@ pub fn push_line(out: &mut Vec<u8>, qid: &[u8], docid: &[u8], rank: usize, score
     out.push(b' ');
     push_usize(out, rank);
     out.push(b' ');
-    pyrepr::push_float(out, score);
+    format::push_float(out, score);
     out.push(b' ');
     out.extend_from_slice(tag);
     out.push(b'\n');

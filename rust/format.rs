@@ -1,5 +1,6 @@
-//! Python's `repr` of a float, in Rust: what the TREC writer writes for a score and what error
-//! messages show, so that both read exactly as Python's would.
+//! Python's `repr` of a float and of a decoded text, in Rust: what the TREC writer writes for a
+//! score and what error messages show, so that both read exactly as Python's would. Used by the
+//! errors, the traces and the TREC writer alike (it depends on nothing of theirs).
 //!
 //! `repr` writes the decimal with the fewest significant digits that reads back as `x`, of those
 //! the closest to `x`, ties to even (David Gay's `dtoa` mode 0). Rust's `{:e}` writes the
@@ -52,7 +53,7 @@ pub fn push_float(out: &mut Vec<u8>, x: f64) {
         if exp.abs() < 10 {
             out.push(b'0');
         }
-        super::write::push_usize(out, exp.unsigned_abs() as usize);
+        push_usize(out, exp.unsigned_abs() as usize);
     } else if point <= 0 {
         out.extend_from_slice(b"0.");
         out.resize(out.len() + (-point) as usize, b'0');
@@ -153,6 +154,60 @@ fn is_decimal(x: f64, d: u64, t: i32) -> bool {
 fn pow2(n: i32) -> f64 {
     debug_assert!((-1022..=1023).contains(&n));
     f64::from_bits(((1023 + n) as u64) << 52)
+}
+
+/// Appends the decimal digits of `n`.
+pub fn push_usize(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// The code points Python decodes `bytes` into with `surrogateescape`.
+pub fn code_points(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    bytes.utf8_chunks().flat_map(|chunk| {
+        let valid = chunk.valid().chars().map(u32::from);
+        let invalid = chunk.invalid().iter().map(|&b| 0xdc00 + u32::from(b));
+        valid.chain(invalid)
+    })
+}
+
+/// Python's `repr` of the decoded text, approximately: exact for ASCII; other characters are
+/// kept unless Rust deems them control or whitespace characters (Python's `str.isprintable` is
+/// the exact rule). The Python binding uses Python's own `repr` instead.
+pub fn repr_approx(bytes: &[u8]) -> String {
+    let quote = if bytes.contains(&b'\'') && !bytes.contains(&b'"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push(quote);
+    for c in code_points(bytes) {
+        match char::from_u32(c) {
+            Some(ch) if ch == quote || ch == '\\' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            Some('\t') => out.push_str("\\t"),
+            Some('\n') => out.push_str("\\n"),
+            Some('\r') => out.push_str("\\r"),
+            Some(ch) if ch == ' ' || !(ch.is_control() || ch.is_whitespace()) => out.push(ch),
+            _ if c < 0x100 => out.push_str(&format!("\\x{c:02x}")),
+            _ if c < 0x10000 => out.push_str(&format!("\\u{c:04x}")),
+            _ => out.push_str(&format!("\\U{c:08x}")),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 #[cfg(test)]

@@ -1,0 +1,567 @@
+//! One query's fusion: its lists and raw scores extracted (the checks the core makes of a call's
+//! inputs, in order: lists, the plan, scores, boost), fused by the engine, and the page built as
+//! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyList, PyTuple, PyType};
+
+use super::args::{as_tuple, describe, private_tuple, real, repr};
+use super::errors::{fusion_error, located, type_error, value_error};
+use super::gc;
+use super::keys::{exact_ints, PyInterner};
+use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
+use super::signals::{self, Signals};
+use crate::error::{At, Error};
+use crate::fusion::params;
+use crate::fusion::{
+    Caller, Firsts, Fusion, IdTable, Interned, Nothing, Plan, Rows, Scores, Trace, Workspace,
+};
+
+/// One query's input: its lists (tuples: they cannot change while the core reads them) and,
+/// per list, the caller's raw scores (only carried into traces).
+pub struct Query<'py> {
+    pub lists: Vec<Bound<'py, PyTuple>>,
+    pub raw_scores: Vec<Option<Vec<f64>>>,
+}
+
+/// `lists`: an iterable of iterables of keys.
+pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    let py = lists.py();
+    let mut out = Vec::new();
+    let mut items = 0;
+    let mut interrupted = None;
+    for (i, l) in as_tuple(lists, "lists")?.iter().enumerate() {
+        let l = private_tuple(&l, &format!("lists[{i}]"))?;
+        items += l.len();
+        out.push(l);
+        // Long lists take a while to copy: signals are checked between them.
+        if items >= DETACH_MIN_ITEMS {
+            if let Err(e) = py.check_signals() {
+                interrupted = Some(e);
+                break;
+            }
+        }
+    }
+    match interrupted {
+        None => Ok(out),
+        Some(e) => {
+            signals::free_later(py, out.into_iter().map(|l| l.into_any().unbind()).collect());
+            Err(e)
+        }
+    }
+}
+
+/// `scores=`: per list, None or the list's raw scores (reals, not NaN), aligned with the list. A
+/// method whose normalisation reads scores needs them for every list it reads.
+pub fn extract_raw_scores(
+    scores: Option<&Bound<'_, PyAny>>,
+    lists: &[Bound<'_, PyTuple>],
+    plan: &Plan,
+) -> PyResult<Vec<Option<Vec<f64>>>> {
+    let raw = raw_scores(scores, lists, plan.reads_scores())?;
+    plan.check_scores_given(|i| raw[i].is_some())?;
+    Ok(raw)
+}
+
+fn raw_scores(
+    scores: Option<&Bound<'_, PyAny>>,
+    lists: &[Bound<'_, PyTuple>],
+    read: bool,
+) -> PyResult<Vec<Option<Vec<f64>>>> {
+    let n = lists.len();
+    let mut raw_scores = vec![None; n];
+    let Some(s) = scores.filter(|s| !s.is_none()) else {
+        return Ok(raw_scores);
+    };
+    let s = as_tuple(s, "scores")?;
+    params::scores_len(s.len(), n)?;
+    for (i, item) in s.iter().enumerate() {
+        if item.is_none() {
+            continue;
+        }
+        let name = format!("scores[{i}]");
+        let values = private_tuple(&item, &name)?;
+        params::list_scores_len(i, values.len(), lists[i].len())?;
+        let mut raw = Vec::with_capacity(values.len());
+        let mut interrupted = None;
+        for (j, x) in values.iter().enumerate() {
+            // A long list, read with the GIL held: signals are checked as it goes.
+            if j % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
+                if let Err(e) = x.py().check_signals() {
+                    interrupted = Some(e);
+                    break;
+                }
+            }
+            let value = match x.cast_exact::<PyFloat>() {
+                Ok(f) => f.value(),
+                Err(_) => real(&x, &format!("{name}[{j}]"))?,
+            };
+            raw.push(params::raw_score(value, read, i, j)?);
+        }
+        if let Some(e) = interrupted {
+            // Raised at once: the copy of the list is freed on another thread.
+            signals::free_later(values.py(), vec![values.into_any().unbind()]);
+            return Err(e);
+        }
+        raw_scores[i] = Some(raw);
+    }
+    Ok(raw_scores)
+}
+
+/// `boost=` of a call of `fusion`: both or neither with `boost_weight`; a mapping key -> finite
+/// real, its values as floats (in a new dict).
+pub fn extract_boost<'py>(
+    boost: Option<&Bound<'py, PyAny>>,
+    fusion: &Fusion,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let boost = boost.filter(|b| !b.is_none());
+    fusion.check_boost(boost.is_some())?;
+    let Some(b) = boost else {
+        return Ok(None);
+    };
+    let py = b.py();
+    if !b.is_instance(mapping_type(py)?)? {
+        return Err(type_error(
+            "boost",
+            format!("boost must be a mapping key -> value, got {}", describe(b)),
+        ));
+    }
+    let values = PyDict::new(py);
+    for item in b.call_method0("items")?.try_iter()? {
+        let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+        let name = format!("boost[{}]", repr(&key));
+        let x = params::finite("boost", &name, real(&value, &name)?)?;
+        values.set_item(&key, x)?;
+    }
+    Ok(Some(values))
+}
+
+fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static MAPPING: pyo3::sync::PyOnceLock<Py<PyType>> = pyo3::sync::PyOnceLock::new();
+    MAPPING.import(py, "collections.abc", "Mapping")
+}
+
+/// A failure inside the scan of Python keys: the core's, or a key's own exception.
+enum Failed {
+    Core(Error),
+    Py(PyErr),
+}
+
+impl From<Error> for Failed {
+    fn from(e: Error) -> Self {
+        Failed::Core(e)
+    }
+}
+
+/// What a Python call adds to its fusion: the boost's values (a dict looked up with Python's
+/// `==`, signals checked as it goes) and, for keys that are not exact ints, the order of tied
+/// keys by Python's own `sorted`.
+struct PyCaller<'a, 'py> {
+    py: Python<'py>,
+    lists: &'a [Bound<'py, PyTuple>],
+    boost: Option<&'a Bound<'py, PyDict>>,
+    looked_up: usize,
+    orders_ties: bool,
+}
+
+impl Caller<Failed> for PyCaller<'_, '_> {
+    fn boost(&mut self, _: i64, (l, p): (u32, u32)) -> Result<Option<f64>, Failed> {
+        let Some(values) = self.boost else {
+            return Ok(None);
+        };
+        self.looked_up += 1;
+        if self.looked_up % SIGNALS_EVERY == 0 {
+            self.py.check_signals().map_err(Failed::Py)?;
+        }
+        let key = self.lists[l as usize]
+            .get_item(p as usize)
+            .map_err(Failed::Py)?;
+        let value = values.get_item(key).map_err(Failed::Py)?;
+        value
+            .map(|v| v.extract::<f64>())
+            .transpose()
+            .map_err(Failed::Py)
+    }
+
+    fn orders_ties(&self) -> bool {
+        self.orders_ties
+    }
+
+    fn order_ties(&mut self, group: &mut [u32], firsts: &Firsts<'_>) -> Result<(), Failed> {
+        let ordered = (|| {
+            let sorted = self.py.import("builtins")?.getattr("sorted")?;
+            let keys = group
+                .iter()
+                .map(|&id| {
+                    let (l, p) = firsts.get(id);
+                    self.lists[l as usize].get_item(p as usize)
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            sort_by_key(self.py, &sorted, group, keys)
+        })();
+        ordered.map_err(Failed::Py)
+    }
+}
+
+/// The reusable state of a call: the engine's workspace, an id table, a trace buffer.
+pub struct Engine {
+    ws: Workspace,
+    table: IdTable,
+    trace: Trace,
+}
+
+/// Inputs below this many items are fused without releasing the GIL (releasing and taking it
+/// back costs more than the work), nor checking for signals.
+const DETACH_MIN_ITEMS: usize = 1 << 14;
+
+/// Work done with the GIL held checks for signals every this many items (keys looked up, hits
+/// built).
+const SIGNALS_EVERY: usize = 1 << 12;
+
+thread_local! {
+    /// Engines kept between calls on this thread (their buffers have grown already).
+    static ENGINES: std::cell::RefCell<Vec<Engine>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Engine {
+    /// An engine of this thread's (a new one when none is free: a key's `__eq__` may call
+    /// `rrf` while an engine is in use).
+    pub fn take(trace: bool) -> Self {
+        let mut engine = ENGINES
+            .with(|e| e.borrow_mut().pop())
+            .unwrap_or_else(|| Engine {
+                ws: Workspace::default(),
+                table: IdTable::default(),
+                trace: Trace::default(),
+            });
+        engine.ws.set_trace(trace);
+        engine
+    }
+
+    /// Gives the engine back for the next call.
+    pub fn give_back(self) {
+        ENGINES.with(|e| {
+            let mut engines = e.borrow_mut();
+            if engines.len() < 4 {
+                engines.push(self);
+            }
+        });
+    }
+
+    /// Fuses one query and builds its page; the engine goes back to the thread's either way.
+    pub fn fuse_once<'py>(
+        trace: bool,
+        py: Python<'py>,
+        query: &Query<'py>,
+        plan: &Plan,
+        boost: &Option<Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut engine = Engine::take(trace);
+        let out = engine.fuse(py, query, plan, boost, trace);
+        engine.give_back();
+        out
+    }
+
+    /// Fuses one query and builds its page of hits. Exact-int keys run with the GIL released
+    /// (when the input is large); any other keys are interned with the GIL held (their
+    /// `__hash__`/`__eq__` are Python), then ranked with it released — or, with
+    /// tie_break="key", held (tied keys are compared by Python). The boost's values are looked
+    /// up with the GIL held. A large input checks for signals as it goes (`super::signals`):
+    /// Ctrl-C raises `KeyboardInterrupt` within milliseconds, and nothing is returned.
+    pub fn fuse<'py>(
+        &mut self,
+        py: Python<'py>,
+        query: &Query<'py>,
+        plan: &Plan,
+        boost: &Option<Bound<'py, PyDict>>,
+        trace: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let lists = &query.lists;
+        let read: Vec<usize> = (0..lists.len())
+            .map(|i| plan.read_len(i, lists[i].len()))
+            .collect();
+        let scores: Vec<Option<&[f64]>> = query.raw_scores.iter().map(|s| s.as_deref()).collect();
+        let Engine { ws, table, .. } = self;
+        let large = read.iter().sum::<usize>() >= DETACH_MIN_ITEMS;
+        let signals = if large {
+            Signals::new(py)?
+        } else {
+            Signals::none()
+        };
+        let cancel = signals.cancel();
+        let ints = exact_ints(py, lists, &read)?;
+        let mut caller = PyCaller {
+            py,
+            lists,
+            boost: boost.as_ref(),
+            looked_up: 0,
+            // Exact ints are ordered by value in Rust; other keys by Python.
+            orders_ties: ints.is_none(),
+        };
+        let fused = if let Some(ints) = &ints {
+            let rows: Vec<&[i64]> = ints.iter().map(Vec::as_slice).collect();
+            let mut keys = Rows::new(&rows, None, table);
+            if large && boost.is_none() {
+                // Nothing of Python's in the way: every step with the GIL released.
+                py.detach(|| ws.run(plan, &mut keys, &scores, &mut Nothing, &cancel))
+                    .map_err(Failed::Core)
+            } else {
+                ws.run(plan, &mut keys, &scores, &mut caller, &cancel)
+            }
+        } else {
+            let mut interner = PyInterner::new(py, lists)?;
+            let mut keys =
+                Interned::new(&read, |l, p, _| interner.intern(l, p).map_err(Failed::Py));
+            ws.run(plan, &mut keys, &scores, &mut caller, &cancel)
+        };
+        signals.raise()?;
+        match fused {
+            Ok(()) => {}
+            Err(Failed::Core(e)) => return Err(fusion_error(py, e, lists)),
+            Err(Failed::Py(e)) => return Err(e),
+        }
+        self.hits(py, query, plan, &scores, trace)
+    }
+
+    /// The Python hits of the page just fused, signals checked as they are built (an
+    /// interrupted page's hits are freed on another thread: `signals::free_later`).
+    fn hits<'py>(
+        &mut self,
+        py: Python<'py>,
+        query: &Query<'py>,
+        plan: &Plan,
+        scores: Scores<'_>,
+        trace: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if trace {
+            self.ws.trace(plan, scores, &mut self.trace);
+        }
+        let page = self.ws.page();
+        let none = py.None().into_bound(py);
+        let float_or_none = |x: f64| {
+            if x.is_nan() {
+                none.clone()
+            } else {
+                PyFloat::new(py, x).into_any()
+            }
+        };
+        let (weights, list_indices): (Vec<_>, Vec<_>) = if trace {
+            plan.weights
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| {
+                    Ok((
+                        PyFloat::new(py, w).into_any(),
+                        i.into_pyobject(py)?.into_any(),
+                    ))
+                })
+                .collect::<PyResult<Vec<_>>>()?
+                .into_iter()
+                .unzip()
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let mut hits = Vec::with_capacity(page.len());
+        let paused = gc::Paused::for_objects(py, page.len())?;
+        for (b, block) in page.chunks(SIGNALS_EVERY).enumerate() {
+            if b > 0 {
+                if let Err(e) = py.check_signals() {
+                    signals::free_later(py, hits.into_iter().map(Bound::unbind).collect());
+                    return Err(e);
+                }
+            }
+            for (i, &id) in block.iter().enumerate() {
+                let j = b * SIGNALS_EVERY + i;
+                let (list, position) = self.ws.first_seen(id);
+                // SAFETY: (list, position) is a place the scan read.
+                let key = unsafe {
+                    query.lists[list as usize].get_borrowed_item_unchecked(position as usize)
+                };
+                let score = PyFloat::new(py, self.ws.score(id)).into_any();
+                if !trace {
+                    let key = key.to_owned();
+                    let tracked = !is_atomic(&key);
+                    hits.push(HIT.make_array(py, [key, score], tracked)?);
+                    continue;
+                }
+                let contributions = self.trace.hit(j);
+                // SAFETY: a new tuple of that length; each slot is set once below, with a new
+                // reference it steals (a tuple dropped half-filled releases only what it holds).
+                let items = unsafe {
+                    Bound::from_owned_ptr_or_err(
+                        py,
+                        ffi::PyTuple_New(contributions.len() as ffi::Py_ssize_t),
+                    )?
+                };
+                for (i, c) in contributions.iter().enumerate() {
+                    let list = c.list as usize;
+                    let fields = [
+                        list_indices[list].clone(),
+                        c.rank().into_pyobject(py)?.into_any(),
+                        weights[list].clone(),
+                        PyFloat::new(py, c.value).into_any(),
+                        float_or_none(c.raw),
+                    ];
+                    let item = if c.normalized.is_nan() {
+                        CONTRIBUTION.make_array(py, fields, false)? // `normalized` left unset: None
+                    } else {
+                        let [a, b, c2, d, e] = fields;
+                        let normalized = PyFloat::new(py, c.normalized).into_any();
+                        CONTRIBUTION.make_array(py, [a, b, c2, d, e, normalized], false)?
+                    };
+                    // SAFETY: `items` is a new tuple of `contributions.len()` slots, all NULL;
+                    // `i` is in range (a record was made above: the items' offset is known).
+                    unsafe {
+                        *tuple_items(items.as_ptr()).add(i) = item.into_ptr();
+                    }
+                }
+                let applied = [
+                    self.trace.factors[j],
+                    self.trace.divisors[j],
+                    self.trace.boosts[j],
+                ];
+                let hit = if applied.iter().all(|x| x.is_nan()) {
+                    HIT.make_array(py, [key.to_owned(), score, items], true) // factor .. boost unset: None
+                } else {
+                    let [factor, divisor, boost] = applied.map(float_or_none);
+                    HIT.make_array(
+                        py,
+                        [key.to_owned(), score, items, factor, divisor, boost],
+                        true,
+                    )
+                };
+                hits.push(hit?);
+            }
+        }
+        let hits = PyList::new(py, hits);
+        drop(paused);
+        hits
+    }
+}
+
+/// Sorts a group of tied keys with Python's own `sorted` (the same comparisons, in the same
+/// order, as the reference), so incomparable keys raise the same TypeError.
+fn sort_by_key(
+    py: Python<'_>,
+    sorted: &Bound<'_, PyAny>,
+    group: &mut [u32],
+    keys: Vec<Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let keys = PyList::new(py, keys)?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("key", keys.getattr("__getitem__")?)?;
+    let order: Vec<usize> = sorted
+        .call(
+            (pyo3::types::PyRange::new(py, 0, group.len() as isize)?,),
+            Some(&kwargs),
+        )
+        .map_err(|e| incomparable_ties(py, e))?
+        .extract()?;
+    let before = group.to_vec();
+    for (slot, &i) in group.iter_mut().zip(&order) {
+        *slot = before[i];
+    }
+    Ok(())
+}
+
+/// A TypeError from comparing tied keys, re-raised naming `tie_break` (the original as cause).
+fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
+    if !e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) {
+        return e;
+    }
+    let err = type_error(
+        "tie_break",
+        format!(
+            "tie_break='key': tied keys cannot be compared ({})",
+            e.value(py)
+        ),
+    );
+    err.set_cause(py, Some(e));
+    err
+}
+
+/// `fusion(lists, scores, boost)`: one query fused, its inputs checked in order (the lists, the
+/// plan of their number, the scores, the boost). On an error, a large input's copies are freed
+/// on another thread so that the call raises at once (Ctrl-C, say).
+pub fn call<'py>(
+    py: Python<'py>,
+    fusion: &Fusion,
+    lists: &Bound<'py, PyAny>,
+    scores: Option<&Bound<'py, PyAny>>,
+    boost: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut query = Query {
+        lists: extract_lists(lists)?,
+        raw_scores: Vec::new(),
+    };
+    let fuse = |query: &mut Query<'py>| {
+        let plan = fusion.plan(query.lists.len())?;
+        query.raw_scores = extract_raw_scores(scores, &query.lists, &plan)?;
+        let boost = extract_boost(boost, fusion)?;
+        Engine::fuse_once(fusion.trace, py, query, &plan, &boost)
+    };
+    let out = fuse(&mut query);
+    if out.is_err() && query.lists.iter().map(|l| l.len()).sum::<usize>() >= DETACH_MIN_ITEMS {
+        let Query { lists, raw_scores } = query;
+        signals::free_later(
+            py,
+            lists.into_iter().map(|l| l.into_any().unbind()).collect(),
+        );
+        crate::pool::free_later(raw_scores);
+    }
+    out
+}
+
+/// `[fusion(lists, scores=scores[q]) for q, lists in enumerate(queries)]`, fused one after the
+/// other on the calling thread with one engine (a loop of calls is as fast: the work per query
+/// is small), `threads` only checked. Our errors of query q are located there
+/// (`queries[q]: ...`); exceptions raised by the keys themselves propagate unchanged.
+pub fn many<'py>(
+    py: Python<'py>,
+    fusion: &Fusion,
+    queries: &Bound<'py, PyAny>,
+    scores: Option<&Bound<'py, PyAny>>,
+    threads: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let queries = as_tuple(queries, "queries")?;
+    let scores = match scores.filter(|s| !s.is_none()) {
+        None => None,
+        Some(s) => {
+            let s = as_tuple(s, "scores")?;
+            if s.len() != queries.len() {
+                return Err(value_error(
+                    "scores",
+                    format!(
+                        "scores has {} entries for {} queries",
+                        s.len(),
+                        queries.len()
+                    ),
+                ));
+            }
+            Some(s)
+        }
+    };
+    super::arrays::thread_count(threads.cloned())?;
+    fusion.check_boost(false)?;
+    let mut engine = Engine::take(fusion.trace);
+    let out = PyList::empty(py);
+    let mut fuse_all = || {
+        for (q, lists) in queries.iter().enumerate() {
+            // Short fusions one after the other, the GIL held: signals are checked between them.
+            py.check_signals()?;
+            let mut one = || {
+                let lists = extract_lists(&lists)?;
+                let plan = fusion.plan(lists.len())?;
+                let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
+                let raw_scores = extract_raw_scores(raw.as_ref(), &lists, &plan)?;
+                engine.fuse(py, &Query { lists, raw_scores }, &plan, &None, fusion.trace)
+            };
+            out.append(one().map_err(|e| located(py, e, At::Query(q)))?)?;
+        }
+        Ok::<_, PyErr>(())
+    };
+    let done = fuse_all();
+    engine.give_back();
+    done.map(|()| out)
+}

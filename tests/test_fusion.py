@@ -1,0 +1,260 @@
+"""``rankfusion.Fusion``: the settings of a fusion as one value, checked once.
+
+- Calling a ``Fusion`` equals ``fuse`` with the same settings equals the reference's ``Fusion``,
+  for every method (Hypothesis, exact: keys, order, score bits, traces, exception and message).
+- A ``Fusion`` survives ``pickle``, ``repr`` (eval) and ``to_dict`` round trips; equal fusions
+  hash alike; the core's and the reference's agree on all three.
+- The method table the core exports (``rankfusion.METHODS``) is the reference's.
+- Errors are ``FusionError`` / ``FusionTypeError`` with fields, the same in both.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from _fusion_cases import COMBINATIONS, combination_id, examples_for
+from hypothesis import given, settings
+from test_differential_fuse import assert_same_hits, fuse_calls, input_maker
+
+import rankfusion as rf
+from rankfusion import reference as ref
+
+CALL_INPUTS = ("scores", "boost")
+
+
+def split(kw: dict) -> tuple:
+    """``fuse``'s keyword arguments as a Fusion's settings and a call's inputs."""
+    fusion = {k: v for k, v in kw.items() if k not in CALL_INPUTS}
+    return fusion, {k: v for k, v in kw.items() if k in CALL_INPUTS}
+
+
+def result(fn, *args, **kwargs):
+    """(hits, None) or (None, the exception)."""
+    try:
+        return fn(*args, **kwargs), None
+    except Exception as exc:  # noqa: BLE001 -- an outcome to compare
+        return None, exc
+
+
+def same_outcome(got, want) -> None:
+    (hits, exc), (want_hits, want_exc) = got, want
+    if want_exc is not None:
+        assert exc is not None, f"want {want_exc!r}, got {hits!r}"
+        assert type(exc) is type(want_exc) and str(exc) == str(want_exc), (exc, want_exc)
+        if isinstance(want_exc, (rf.FusionError, rf.FusionTypeError)):
+            assert exc.fields() == want_exc.fields() or _same_keys(exc, want_exc)
+        return
+    assert exc is None, f"raised {exc!r}, want {want_hits!r}"
+    assert_same_hits(hits, want_hits)
+
+
+def _same_keys(a, b) -> bool:
+    """The fields of two errors about keys that are equal but not the same object (1 and 1.0)."""
+    fa, fb = a.fields(), b.fields()
+    return fa.pop("key", None) == fb.pop("key", None) and fa == fb
+
+
+@pytest.mark.parametrize("method, norm", COMBINATIONS, ids=combination_id)
+def test_a_fusion_called_equals_fuse_and_the_reference(method, norm):
+    """``Fusion(**settings)(lists, scores, boost)`` == ``fuse(lists, **kw)`` == the reference's
+    ``Fusion``, valid or not (the settings are checked when the Fusion is made)."""
+
+    @settings(max_examples=examples_for(method, norm, settings().max_examples))
+    @given(fuse_calls(combination=(method, norm)))
+    def check(call):
+        lists, kw, outer, _ = call
+        make = input_maker(lists, kw, outer)
+        settings_, inputs = split(make()[1])
+
+        def called(module):
+            def run():
+                fusion = module.Fusion(**settings_)
+                return fusion(make()[0], inputs.get("scores"), inputs.get("boost"))
+
+            return result(run)
+
+        want = result(ref.fuse, *make()[:1], **make()[1])
+        same_outcome(called(rf), want)
+        same_outcome(called(ref), want)
+        same_outcome(result(rf.fuse, *make()[:1], **make()[1]), want)
+        core, reference = result(rf.Fusion, **settings_), result(ref.Fusion, **settings_)
+        if core[0] is not None:
+            assert_round_trips(core[0], reference[0])
+
+    check()
+
+
+def assert_round_trips(fusion, reference) -> None:
+    assert pickle.loads(pickle.dumps(fusion)) == fusion
+    assert eval(repr(fusion), {"Fusion": rf.Fusion}) == fusion  # noqa: S307 -- our own repr
+    again = rf.Fusion(**fusion.to_dict())
+    assert again == fusion and hash(again) == hash(fusion) and repr(again) == repr(fusion)
+    assert fusion.to_dict() == reference.to_dict() and repr(fusion) == repr(reference)
+    assert pickle.loads(pickle.dumps(reference)) == reference
+    assert fusion.reads_scores == reference.reads_scores
+    assert fusion.norm_in_effect == reference.norm_in_effect
+
+
+def test_equal_fusions_are_equal_and_hash_alike():
+    for a, b in [
+        (rf.Fusion(), rf.Fusion(method="rrf", k=60)),
+        (rf.Fusion(method="wsum"), rf.Fusion(method="wsum", norm="none")),
+        (rf.Fusion(method="logn_isr"), rf.Fusion(method="logn_isr", sigma=0.01)),
+        (rf.Fusion(weights=[1, 2]), rf.Fusion(weights=(1.0, 2.0))),
+        (rf.Fusion(limit=2**80), rf.Fusion(limit=2**63)),
+        (rf.Fusion(weights=[-0.0]), rf.Fusion(weights=[0.0])),
+    ]:
+        assert a == b and hash(a) == hash(b) and repr(a) == repr(b), (a, b)
+    assert rf.Fusion(k=1) != rf.Fusion(k=2)
+    assert rf.Fusion(weights=[1.0, 1.0]) != rf.Fusion()  # two lists, or any number
+    assert rf.Fusion() != "Fusion(method='rrf')"
+    assert len({rf.Fusion(), rf.Fusion(k=60), rf.Fusion(trace=True)}) == 2
+
+
+def test_a_fusion_is_immutable_and_replace_makes_a_checked_copy():
+    f = rf.Fusion(method="wsum", norm="min-max", weights=[0.3, 0.7])
+    with pytest.raises(AttributeError):
+        f.method = "rrf"  # type: ignore[misc]
+    g = f.replace(weights=[0.5, 0.5], limit=10)
+    assert (g.weights, g.limit, g.norm, f.weights) == ((0.5, 0.5), 10, "min-max", (0.3, 0.7))
+    assert f.replace(norm=None).norm is None  # None: back to the default
+    with pytest.raises(rf.FusionError) as e:
+        f.replace(k=10)
+    assert e.value.argument == "k" and str(e.value) == "k is not used by method 'wsum'"
+
+
+def test_the_attributes_are_the_settings_in_effect():
+    f = rf.Fusion(method="dbsf", lower_is_better=np.array([True, False]))
+    assert (f.method, f.norm, f.norm_in_effect, f.k, f.sigma) == ("dbsf", None, "dbsf", 60, None)
+    assert f.lower_is_better == (True, False) and f.reads_scores
+    assert rf.Fusion(method="logn_isr").sigma == 0.01
+    assert not rf.Fusion(method="sum", norm="rank").reads_scores
+    assert rf.Fusion(method="rbc", phi=0.5).to_dict() == {"method": "rbc", "phi": 0.5}
+
+
+def test_check_is_the_calls_check_of_the_number_of_lists():
+    f = rf.Fusion(weights=[1.0, 2.0])
+    f.check(2)
+    for fusion, n, argument in [
+        (f, 3, "weights"),
+        (rf.Fusion(normalize=True), 0, "normalize"),
+        (rf.Fusion(method="sum", norm="min-max", lower_is_better=[True]), 2, "lower_is_better"),
+    ]:
+        with pytest.raises(rf.FusionError) as e:
+            fusion.check(n)
+        assert e.value.argument == argument
+        with pytest.raises(rf.FusionError) as r:
+            ref.Fusion(**fusion.to_dict()).check(n)
+        assert str(r.value) == str(e.value)
+    with pytest.raises(rf.FusionError, match="weights has 2 values for 3 lists"):
+        f([[1], [2], [3]])
+
+
+def test_the_core_method_table_is_the_references():
+    assert tuple(rf.METHODS) == tuple(ref.METHODS)
+    for name, row in rf.METHODS.items():
+        want = ref.METHODS[name]
+        assert (row.name, row.kind, row.weighted) == (name, want.kind, want.weighted), name
+        assert (row.params, row.norm, row.fills) == (want.params, want.norm, want.fills), name
+        sums_terms = want.combine in ("sum", "times") and want.term != "points"
+        assert row.traced == sums_terms, name
+    assert tuple(rf.NORMS) == ref.NORMS
+    assert [n for n, row in rf.NORMS.items() if not row.reads_scores] == list(ref.RANK_NORMS)
+    with pytest.raises(TypeError):
+        rf.METHODS["new"] = rf.METHODS["rrf"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("module", [rf, ref], ids=["core", "reference"])
+def test_errors_carry_what_and_where(module):
+    cases = [
+        (lambda: module.Fusion(k=-1), rf.FusionError, dict(argument="k")),
+        (
+            lambda: module.Fusion(weights=[1, "x"]),
+            rf.FusionTypeError,
+            dict(argument="weights", list=1),
+        ),  # fmt: skip
+        (
+            lambda: module.fuse([["a"], ["b"]], scores=[[1.0], [float("nan")]], method="sum"),
+            rf.FusionError,
+            dict(argument="scores", list=1, rank=1),
+        ),  # fmt: skip
+        (
+            lambda: module.rrf([["a", "b", "a"]], duplicates="error"),
+            rf.FusionError,
+            dict(list=0, rank=3, key="a"),
+        ),  # fmt: skip
+        (
+            lambda: module.rrf_many([[["a"]], [["b", "b"]]], duplicates="error"),
+            rf.FusionError,
+            dict(query=1, list=0, rank=2, key="b"),
+        ),  # fmt: skip
+        (
+            lambda: module.rrf_batch([np.array([[1, 2], [3, 3]])], duplicates="error"),
+            rf.FusionError,
+            dict(row=1, list=0, rank=2, key=3),
+        ),  # fmt: skip
+        (
+            lambda: module.rrf([["a"]], weights=[5e-324], k=1e300, normalize=True),
+            rf.FusionError,
+            dict(argument="normalize"),
+        ),  # fmt: skip
+        (
+            lambda: module.fuse([["a"], ["a"]], weights=[1e308, 1e308], k=0),
+            rf.FusionError,
+            dict(key="a"),
+        ),  # fmt: skip
+    ]
+    for call, kind, fields in cases:
+        with pytest.raises(kind) as e:
+            call()
+        got = {name: getattr(e.value, name) for name in fields}
+        assert got == fields, (e.value, got)
+        unset = set(e.value.fields()) - set(fields) - {"key"}
+        assert all(getattr(e.value, name) is None for name in unset), (e.value, e.value.fields())
+        relocated = e.value.located(qid="q1", row=None, query=None)
+        assert str(relocated) == f"query 'q1': {e.value.reason}"
+        assert pickle.loads(pickle.dumps(e.value)).fields() == e.value.fields()
+
+
+def test_numpy_bools_are_flags():
+    for module in (rf, ref):
+        f = module.Fusion(method="sum", norm="min-max", lower_is_better=np.array([True, False]))
+        hits = f([["a", "b"], ["b", "a"]], [[1.0, 2.0], [1.0, 2.0]])
+        assert [h.key for h in hits] == ["a", "b"] and f.lower_is_better == (True, False)
+        assert module.rrf([["a"]], trace=np.True_)[0].contributions is not None
+
+
+class Raising:
+    """A sequence setting whose own iterator raises."""
+
+    def __iter__(self):
+        raise RuntimeError("the caller's iterator")
+
+
+@pytest.mark.parametrize("impl", [rf, ref], ids=["core", "reference"])
+@pytest.mark.parametrize(
+    "settings, expected",
+    [
+        # An earlier mistake is reported first: the caller's object is never read.
+        (dict(method="sum", weights=Raising()), "weights is not used by method 'sum'"),
+        (dict(method="nope", k=Raising()), "method must be one of"),
+        (dict(method="wsum", norm="rank", lower_is_better=Raising()), "lower_is_better"),
+        # Reached in its turn: the caller's own exception, as it was.
+        (dict(weights=Raising()), RuntimeError("the caller's iterator")),
+        (dict(weights=Raising(), trace="x"), RuntimeError("the caller's iterator")),
+        (dict(method="wsum", lower_is_better=Raising()), RuntimeError("the caller's iterator")),
+    ],
+)
+def test_a_setting_that_raises_is_reported_in_its_turn(impl, settings, expected):
+    """The caller's exception while a setting is converted comes when the checker reaches that
+    setting, after any earlier mistake, the same in the core and the reference."""
+    if isinstance(expected, str):
+        with pytest.raises(rf.FusionError, match=expected):
+            impl.Fusion(**settings)
+        with pytest.raises(rf.FusionError, match=expected):
+            impl.fuse([["a"], ["b"]], **settings)
+    else:
+        with pytest.raises(type(expected), match=str(expected)):
+            impl.Fusion(**settings)
