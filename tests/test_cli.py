@@ -288,9 +288,9 @@ def test_help_and_version():
 
 
 def test_explain_help_gives_each_methods_contribution(runs):
-    """`explain --help` says how each method makes a contribution (not weight / (k + rank) for
-    all): one line per method, the formula explain's own header prints for it."""
-    from rankfusion import _core
+    """`explain --help` says how each method makes a term (not weight / (k + rank) for all): one
+    line per method, the formula explain's own header prints for it, METHODS' term and combine."""
+    from rankfusion import METHODS
 
     p = rankfusion("explain", "--help")
     assert p.returncode == 0
@@ -299,9 +299,11 @@ def test_explain_help_gives_each_methods_contribution(runs):
     listed = {}
     for line in p.stdout.splitlines():
         words = line.split(None, 1)
-        if line.startswith("  ") and words and words[0] in _core._METHODS and len(words) == 2:
+        if line.startswith("  ") and words and words[0] in METHODS and len(words) == 2:
             listed[words[0]] = words[1]
-    assert list(listed) == list(_core._METHODS)
+    assert list(listed) == list(METHODS)
+    assert listed["rrf"] == "term = w / (k + r), score = S"
+    assert listed["relative_score"] == "term = w v (min-max), score = S"
     a, b = runs
     for method, formula in listed.items():
         options = {"rbc": ["--phi", "0.8"], "gmnz": ["--gamma", "2"]}.get(method, [])
@@ -407,9 +409,7 @@ def test_explain_a_score_based_method(runs):
         "--weights", "1,2", "-q",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith(
-        "query 1: 3 fused documents; wsum, min-max, contribution = weight * normalised"
-    )
+    assert p.stdout.startswith("query 1: 3 fused documents; wsum, min-max, term = w v, score = S")
     blocks = p.stdout.split("\n\n")[1:]
     # z: 1 * (1-1)/(3-1) + 2 * (0.9-0.8)/(0.9-0.8) = 2.0; x: 1 * 1.0 + 2 * 0.0 = 1.0; y: 0.5
     assert [block.splitlines()[0] for block in blocks] == [

@@ -11,6 +11,7 @@ some runs lack and queries whose rows are not contiguous.
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import struct
 import subprocess
@@ -495,7 +496,7 @@ def with_column(columns, name, values):
         ),
         (
             with_column(RUN_B, "score", ["1", "2", "3"]),
-            TypeError,
+            frame.ColumnTypeError,
             r"runs\[1\]: column 'score' must hold numbers, got string",
         ),
         (
@@ -505,7 +506,7 @@ def with_column(columns, name, values):
         ),
         (
             with_column(RUN_B, "docid", [1.5, 2.0, 3.0]),
-            TypeError,
+            frame.ColumnTypeError,
             "column 'docid' must hold strings or integers, got double",
         ),
         (
@@ -522,6 +523,18 @@ def with_column(columns, name, values):
 def test_bad_tables(table, error, message):
     with pytest.raises(error, match=message):
         frame.fuse([pa.table(RUN_A), table])
+
+
+def test_a_column_of_the_wrong_type_carries_its_fields():
+    """ColumnTypeError is a TypeError whose fields say which run and column, and why; it
+    pickles (Dask sends it between processes)."""
+    with pytest.raises(frame.ColumnTypeError) as caught:
+        frame.fuse([pa.table(RUN_A), with_column(RUN_B, "score", ["1", "2", "3"])])
+    e = caught.value
+    assert isinstance(e, TypeError)
+    assert (e.run, e.column, e.reason) == ("runs[1]", "score", "must hold numbers, got string")
+    again = pickle.loads(pickle.dumps(e))
+    assert (type(again), str(again)) == (frame.ColumnTypeError, str(e))
 
 
 def test_a_null_row_is_named_across_chunks():

@@ -16,7 +16,6 @@ import gc
 import io
 import math
 import os
-import re
 import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
@@ -758,16 +757,12 @@ def _fuse_tables(args: argparse.Namespace, fusion: Any) -> int:
     _warn_missing(args, qids)
     try:
         fused = frame.fuse(tables, fusion, order=args.order)
-    except frame.TableError as e:
-        where = re.fullmatch(r"runs\[(\d+)\]", e.run)
-        path = args.runs[int(where.group(1))] if where else e.run
-        raise DataError(str(e).replace(e.run, path, 1)) from None
-    except TypeError as e:  # a column of the wrong type: "runs[1]: column 'score' must ..."
-        where = re.match(r"runs\[(\d+)\]: ", str(e))
-        if where is None:
-            raise
-        path = args.runs[int(where.group(1))]
-        raise DataError(f"{path}: {str(e)[where.end() :]}") from None
+    except frame.TableError as e:  # runs[i] is args.runs[i]: named by its file
+        path = dict(zip(frame._run_names(len(tables)), args.runs)).get(e.run, e.run)
+        raise DataError(str(frame.TableError(path, e.row, e.column, e.reason))) from None
+    except frame.ColumnTypeError as e:
+        path = dict(zip(frame._run_names(len(tables)), args.runs)).get(e.run, e.run)
+        raise DataError(str(frame.ColumnTypeError(path, e.column, e.reason))) from None
     del tables
     _write_tables(args, fused)
     return 0
@@ -999,41 +994,26 @@ def _fmt(x: Optional[float]) -> str:
     return "-" if x is None else repr(float(x))
 
 
-# How each method makes a contribution and a score, for explain's header.
-_FORMULAS = {
-    "rrf": "contribution = weight / (k + rank)",
-    "rbc": "contribution = weight * (1 - phi) * phi^(rank - 1)",
-    "isr": "contribution = 1 / rank^2; score = sum * |runs holding it|",
-    "log_isr": "contribution = 1 / rank^2; score = sum * ln |runs holding it|",
-    "logn_isr": "contribution = 1 / rank^2; score = sum * ln(|runs holding it| + sigma)",
-    "bordafuse": "contribution = weight * (|candidates| - rank + 1); unranked: the mean left",
-    "condorcet": "score = 1 + the documents it beats (contribution = the run's vote)",
-    "sum": "contribution = normalised",
-    "wsum": "contribution = weight * normalised",
-    "mnz": "contribution = normalised; score = sum * |runs holding it|",
-    "anz": "contribution = normalised; score = sum / |runs holding it|",
-    "gmnz": "contribution = normalised; score = sum * |runs holding it|^gamma",
-    "max": "score = the largest normalised",
-    "min": "score = the smallest normalised",
-    "med": "score = the median normalised",
-    "wmnz": "contribution = normalised; score = sum * (sum of the weights of runs holding it)",
-    "mixed": "contribution = weight * normalised; score = sum * sqrt(|runs holding it|)",
-    "dbsf": "contribution = normalised (dbsf); score = sum",
-    "relative_score": "contribution = weight * normalised (min-max)",
-    "arithmetic_mean": "contribution = weight * normalised; score = sum / sum of weights",
-    "geometric_mean": "contribution = weight * ln normalised; score = exp(sum / sum of weights)",
-    "harmonic_mean": "contribution = weight / normalised; score = sum of weights / sum",
-}
+def _formula(method: str) -> str:
+    """How ``method`` makes each run's term and a doc's score, in ``METHODS``' own words (a new
+    method brings its line with its row), for explain's header and ``explain --help``."""
+    from ._core import METHODS
+
+    info = METHODS[method]
+    own = f" ({info.norm})" if info.norm else ""
+    return f"term = {info.term}{own}, score = {info.combine}"
 
 
 def _formulas_text() -> str:
-    """Each method's contribution and score, for ``explain --help``."""
-    width = max(map(len, _FORMULAS))
-    lines = ["each run's contribution and the fused score, by --method:"]
-    lines += [f"  {name.ljust(width)}  {formula}" for name, formula in _FORMULAS.items()]
+    """Each method's term and score, for ``explain --help``."""
+    from ._core import METHODS
+
+    width = max(map(len, METHODS))
+    lines = ["each run's term and the fused score, by --method:"]
+    lines += [f"  {name.ljust(width)}  {_formula(name)}" for name in METHODS]
     lines.append(
-        "  (normalised: the run's score after --norm; a score is the contributions' sum "
-        "unless said)"
+        "  (w: the run's weight; r: the doc's rank in the run; v: its score after --norm; "
+        "S: the sum of the doc's terms; |present|: the runs that hold it)"
     )
     return "\n".join(lines) + "\n"
 
@@ -1072,7 +1052,7 @@ def _explain_command(args: argparse.Namespace) -> int:
     out.append(
         f"query {qid}: {total} fused document{'s' if total != 1 else ''}"
         + (f", top {args.top} shown" if args.doc is None and total > args.top else "")
-        + f"; {_method_label(args)}, {_FORMULAS[args.method]}"
+        + f"; {_method_label(args)}, {_formula(args.method)}"
     )
     for fused_rank, hit in selected:
         out.append("")

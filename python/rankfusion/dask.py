@@ -140,7 +140,7 @@ def _check_columns(ddf: Any, name: str, columns: Sequence[str], run: Optional[st
     """The columns of a run (its meta: the empty frame of its dtypes), checked as
     ``frame.fuse`` checks a table's, when ``fuse`` is called: a missing column is the
     ``TableError`` ``frame.fuse`` raises (with its preset hint), a column of the wrong type the
-    same ``TypeError`` (a column of object dtype says nothing of its values: it is checked on
+    same ``ColumnTypeError`` (a column of object dtype says nothing of its values: it is checked on
     compute)."""
     meta = ddf._meta
     if meta.index.name is not None and meta.index.name == columns[0]:

@@ -85,6 +85,7 @@ __all__ = [
     "PYTERRIER",
     "RANX",
     "TREC",
+    "ColumnTypeError",
     "TableError",
     "columns_of",
     "file_format",
@@ -143,6 +144,23 @@ class TableError(ValueError):
         return (type(self), (self.run, self.row, self.column, self.reason))
 
 
+class ColumnTypeError(TypeError):
+    """A run table's id or score column of the wrong type (``runs[1]: column 'score' must hold
+    numbers, got string``).
+
+    Attributes: ``run`` (as :class:`TableError`'s), ``column`` and ``reason``.
+    """
+
+    def __init__(self, run: str, column: str, reason: str) -> None:
+        self.run = run
+        self.column = column
+        self.reason = reason
+        super().__init__(f"{run}: column {column!r} {reason}")
+
+    def __reduce__(self):  # picklable with the custom signature (Dask, multiprocessing)
+        return (type(self), (self.run, self.column, self.reason))
+
+
 # --- tables in ----------------------------------------------------------------------------------
 
 
@@ -162,6 +180,11 @@ def _as_table(obj: Any, what: str) -> pa.Table:
         f"{what} must be a table: a pyarrow Table, or an object with __arrow_c_stream__ "
         f"(polars, pandas, DuckDB, ...), got {type(obj).__name__}"
     )
+
+
+def _run_names(n: int) -> List[str]:
+    """How errors name each of a list of ``n`` runs (``TableError.run``): ``runs[i]``."""
+    return [f"runs[{i}]" for i in range(n)]
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -201,11 +224,11 @@ def _indices(encoded: pa.ChunkedArray) -> np.ndarray:
 
 def _id_column(col: pa.ChunkedArray, run: str, name: str, what: str) -> pa.ChunkedArray:
     """The column, checked: strings or integers (or a dictionary of them), no null. Raises
-    TypeError for another type, TableError for a null."""
+    ColumnTypeError for another type, TableError for a null."""
     t = col.type
     value_type = t.value_type if pa.types.is_dictionary(t) else t
     if not (_is_text(value_type) or pa.types.is_integer(value_type)):
-        raise TypeError(f"{run}: column {name!r} must hold strings or integers, got {t}")
+        raise ColumnTypeError(run, name, f"must hold strings or integers, got {t}")
     if col.null_count:
         raise _null_error(col, run, name, what)
     if pa.types.is_string_view(value_type):
@@ -307,7 +330,7 @@ def _encode(
 def _score_column(col: pa.ChunkedArray, run: str, name: str) -> np.ndarray:
     t = col.type
     if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)):
-        raise TypeError(f"{run}: column {name!r} must hold numbers, got {t}")
+        raise ColumnTypeError(run, name, f"must hold numbers, got {t}")
     if col.null_count:
         raise _null_error(col, run, name, "score")
     if t != pa.float64():
@@ -368,7 +391,7 @@ def _run_list(runs: Any) -> Tuple[List[str], List[str], List[Any]]:
             f"runs must be a list of tables or a dict of named tables, got {type(runs).__name__}"
         )
     tables = list(runs)
-    return [f"runs[{i}]" for i in range(len(tables))], [str(i) for i in range(len(tables))], tables
+    return _run_names(len(tables)), [str(i) for i in range(len(tables))], tables
 
 
 class _Read(NamedTuple):
