@@ -275,6 +275,11 @@ class MethodInfo:
         """How a key's terms become its score."""
     @property
     def anchor(self) -> str: ...
+    @property
+    def traced(self) -> bool:
+        """Whether ``rankfusion.optimize`` scores its settings from one traced fusion (a sum of
+        terms of one list's rank or value each, perhaps times a factor of the lists holding
+        the key)."""
 
 @final
 class NormInfo:

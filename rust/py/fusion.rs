@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use super::args::Arg;
 use super::batch;
 use super::query;
-use super::settings::{self, settings_of};
+use super::settings::{self, fusion_of};
 use crate::format;
 use crate::fusion::params::Setting;
 use crate::fusion::{self as core, Method};
@@ -36,15 +36,6 @@ use crate::fusion::{self as core, Method};
 #[pyclass(frozen, module = "rankfusion", name = "Fusion")]
 pub struct PyFusion {
     pub fusion: core::Fusion,
-}
-
-/// A checked fusion from the keyword arguments `kwargs` of `function`, which takes `allowed`.
-pub fn fusion_of(
-    kwargs: Option<&Bound<'_, PyDict>>,
-    allowed: &[&str],
-    function: &str,
-) -> PyResult<core::Fusion> {
-    Ok(settings_of(kwargs, allowed, function)?.check()?)
 }
 
 /// A setting's value as Python shows it (`to_dict`, `repr`).
@@ -486,6 +477,8 @@ pub struct PyMethodInfo {
     combine: &'static str,
     /// Where the definition comes from.
     anchor: &'static str,
+    /// Whether `rankfusion.optimize` scores its settings from one traced fusion.
+    traced: bool,
 }
 
 #[pymethods]
@@ -536,6 +529,7 @@ pub fn register_tables(m: &Bound<'_, PyModule>) -> PyResult<()> {
             term: info.term.formula(),
             combine: info.combine.formula(),
             anchor: info.anchor,
+            traced: info.method.scored_from_trace(),
         };
         methods.set_item(info.name, Bound::new(py, row)?)?;
     }
