@@ -717,7 +717,7 @@ pub fn score_rank_terms<I: Iterator<Item = (u32, u32)> + Clone>(
 /// slow.
 #[inline(always)]
 pub fn ones(bits: u64) -> usize {
-    const ONES: [u8; 256] = {
+    static ONES: [u8; 256] = {
         let mut t = [0u8; 256];
         let mut i = 0;
         while i < 256 {
@@ -881,16 +881,14 @@ where
     let stride = if PAIR { 2 } else { q.stride };
     let (fill, borda) = fills(plan);
     let base = out.len();
-    out.resize(base + q.n_keys, 0.0);
+    out.reserve(q.n_keys);
     for block in (0..q.n_keys).step_by(POLL_KEYS) {
         cancel.check()?;
         let end = (block + POLL_KEYS).min(q.n_keys);
-        let dst = &mut out[base + block..base + end];
         let slots = &mut values[block * stride..end * stride];
-        for ((key, terms), score) in (block..end)
-            .zip(slots.chunks_exact_mut(stride))
-            .zip(dst.iter_mut())
-        {
+        // pushed (capacity reserved), not resized and indexed: no zeroing of the scores first;
+        // the loop stays in this function, where `how` is a constant
+        for (key, terms) in (block..end).zip(slots.chunks_exact_mut(stride)) {
             let seen = if reads_seen { (q.seen)(key) } else { 0 };
             let (held, kept) = (seen & 0xFF, seen >> 8 & 0xFF);
             let count = if q.by_slot && fill {
@@ -923,7 +921,7 @@ where
                 all,
                 sums: sums.as_ref(),
             };
-            *score = combine(plan, how, &mut parts).score;
+            out.push(combine(plan, how, &mut parts).score);
         }
         if let Some(i) = out[base + block..base + end]
             .iter()

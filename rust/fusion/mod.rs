@@ -39,7 +39,7 @@ pub type Hasher = foldhash::fast::RandomState;
 /// The canonical sum: ascending order of value, from 0.0, one f64 addition at a time. Sorts
 /// `values` in place when there are more than 5. All values must be finite (contributions
 /// always are).
-#[inline]
+#[inline(always)] // once per key in the kernel's loops
 pub fn canonical_sum(values: &mut [f64]) -> f64 {
     match values.len() {
         0 => 0.0,
@@ -53,11 +53,15 @@ pub fn canonical_sum(values: &mut [f64]) -> f64 {
             [values[0], values[1], values[2], values[3], values[4]],
             NETWORK_5,
         ),
-        _ => {
-            values.sort_unstable_by(f64::total_cmp);
-            values.iter().fold(0.0, |acc, &v| acc + v)
-        }
+        _ => sorted_sum_of_many(values),
     }
+}
+
+/// [`canonical_sum`] of more than 5 values (sorted in place): rare, kept out of the loops.
+#[inline(never)]
+fn sorted_sum_of_many(values: &mut [f64]) -> f64 {
+    values.sort_unstable_by(f64::total_cmp);
+    values.iter().fold(0.0, |acc, &v| acc + v)
 }
 
 /// Sorting networks of 3, 4 and 5 values (Knuth, TAOCP 5.3.4; optimal in comparators).

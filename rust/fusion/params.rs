@@ -792,7 +792,7 @@ impl Plan {
     /// The term of the item at `position` of `list` for the methods whose terms are values of
     /// ranks: RRF's `weight / (k + rank)`, RBC's `weight * ((1 - phi) * phi^(rank - 1))`, the
     /// ISR family's `1 / rank²`.
-    #[inline]
+    #[inline(always)] // in the scan's loop, once per occurrence
     pub fn rank_term(&self, list: usize, position: usize) -> f64 {
         match self.terms[list].get(position) {
             Some(&c) => c,
@@ -800,6 +800,7 @@ impl Plan {
         }
     }
 
+    #[cold] // past the plan's table of terms: rare
     fn rank_term_of(&self, list: usize, position: usize) -> f64 {
         let w = self.weights[list];
         match self.fusion.method.term() {
