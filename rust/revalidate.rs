@@ -17,11 +17,56 @@ use rayon::prelude::*;
 
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
+use crate::fusion::params::Integer;
 use crate::fusion::{Hasher, IdTable};
 use crate::pool;
 
 /// The ids of a batch are read in pieces of this many, `cancel` polled between them.
 const PIECE: usize = 1 << 16;
+
+/// `pool_size`'s multiplier when none is given.
+pub const MULTIPLIER: u64 = 3;
+
+/// `revalidate_batch`'s pad: an int that fits in int64 (the reference's message for both
+/// bounds).
+pub fn pad(n: Integer) -> Result<i64> {
+    match n.digits {
+        None => Ok(n.value),
+        Some(digits) => Err(Error::invalid(
+            "pad",
+            format!("pad must fit in int64, got {digits}"),
+        )),
+    }
+}
+
+/// `revalidate_batch`'s scores have the shape of its ids.
+pub fn check_shapes(scores: &[usize], ids: &[usize]) -> Result<()> {
+    if scores == ids {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "scores",
+        format!(
+            "scores has shape {} but ids has shape {}",
+            crate::format::shape(scores),
+            crate::format::shape(ids)
+        ),
+    ))
+}
+
+/// `is_live`'s answer, of shape `shape`: one bool per unique id (`expected`).
+pub fn check_live_shape(shape: &[usize], expected: usize) -> Result<()> {
+    if shape == [expected] {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "is_live",
+        format!(
+            "is_live must return one bool per id ({expected}), got shape {}",
+            crate::format::shape(shape)
+        ),
+    ))
+}
 
 /// `limit` when the index filters before the scan (`pre_filtering`), else `limit * multiplier`.
 /// `None` when the product overflows.
@@ -512,6 +557,32 @@ pub fn check_live_len(got: usize, expected: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments() {
+        let digits = |value, d: &str| Integer {
+            value,
+            digits: Some(d.to_owned()),
+        };
+        assert_eq!(pad(Integer::from(-1)), Ok(-1));
+        let e = pad(digits(i64::MIN, "-99999999999999999999")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pad must fit in int64, got -99999999999999999999"
+        );
+        assert_eq!(check_shapes(&[2, 3], &[2, 3]), Ok(()));
+        assert_eq!(
+            check_shapes(&[2], &[2, 3]).unwrap_err().to_string(),
+            "scores has shape (2,) but ids has shape (2, 3)"
+        );
+        assert_eq!(check_live_shape(&[4], 4), Ok(()));
+        let e = check_live_shape(&[2, 2], 4).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "is_live must return one bool per id (4), got shape (2, 2)"
+        );
+        assert_eq!(e.argument(), Some("is_live"));
+    }
 
     #[test]
     fn pool_sizes() {

@@ -95,18 +95,11 @@ pub fn matrix<'py>(
             name,
             format!(
                 "{name} must be a 2-D array (queries, candidates), got shape {}",
-                shape(&array)?
+                crate::format::shape(array.shape())
             ),
         ));
     }
     Ok(array)
-}
-
-pub fn shape(array: &Bound<'_, PyUntypedArray>) -> PyResult<String> {
-    Ok(array
-        .getattr(intern!(array.py(), "shape"))?
-        .repr()?
-        .to_string())
 }
 
 /// `array` as a C-contiguous array of `dtype` (itself when it already is one).
@@ -220,7 +213,7 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
             name,
             format!(
                 "{name} must be a 2-D array (queries, candidates), got shape {}",
-                array.getattr("shape")?.repr()?
+                crate::format::shape(array.shape())
             ),
         ));
     }

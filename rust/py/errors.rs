@@ -13,7 +13,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use pyo3::{ffi, intern};
 
-use crate::error::{At, Error, Item, Key, KeyRef, Problem};
+use crate::error::{At, Error, Key, Problem};
 
 /// `bytes` as the TREC readers decode them: UTF-8, each undecodable byte a lone surrogate
 /// (`surrogateescape`).
@@ -228,24 +228,15 @@ pub fn exception<'py>(
             Err(err) => err,
         };
     }
-    let (list, rank) = match (&e.item, e.key()) {
-        (Some(Item { list, position }), _) => (Some(*list), position.map(|p| p + 1)),
-        (None, Some(k)) => match &e.problem {
-            Problem::NonFiniteNormalized { list, .. } => (Some(*list), None),
-            Problem::DuplicateKey { .. } => (Some(k.list), Some(k.position + 1)),
-            _ => (None, None),
-        },
-        (None, None) => (None, None),
-    };
-    let key = match e.key() {
-        None => None,
-        Some(KeyRef { key: Some(k), .. }) => core_key(py, k).ok(),
-        Some(k) => key_at(k.list, k.position),
-    };
-    let key = match (e.key(), key) {
-        (Some(_), None) => Some(py.None().into_bound(py)),
-        (_, key) => key,
-    };
+    let (list, position) = e.place();
+    // A key the error is about: the core's, else the caller's object at its place, else None.
+    let key = e.key().map(|k| {
+        let key = match &k.key {
+            Some(key) => core_key(py, key).ok(),
+            None => key_at(k.list, k.position),
+        };
+        key.unwrap_or_else(|| py.None().into_bound(py))
+    });
     ours(
         py,
         e.is_type_error(),
@@ -253,7 +244,7 @@ pub fn exception<'py>(
         e.argument(),
         &e.at,
         list,
-        rank,
+        position.map(|p| p + 1),
         key,
     )
 }

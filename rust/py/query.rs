@@ -4,10 +4,10 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 
-use super::args::{as_tuple, describe, private_tuple, real, repr};
-use super::errors::{fusion_error, located, type_error, value_error};
+use super::args::{as_tuple, describe, mapping_type, private_tuple, real, repr};
+use super::errors::{fusion_error, located, type_error};
 use super::gc;
 use super::keys::{exact_ints, PyInterner};
 use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
@@ -135,11 +135,6 @@ pub fn extract_boost<'py>(
         values.set_item(&key, x)?;
     }
     Ok(Some(values))
-}
-
-fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    static MAPPING: pyo3::sync::PyOnceLock<Py<PyType>> = pyo3::sync::PyOnceLock::new();
-    MAPPING.import(py, "collections.abc", "Mapping")
 }
 
 /// A failure inside the scan of Python keys: the core's, or a key's own exception.
@@ -529,16 +524,7 @@ pub fn many<'py>(
         None => None,
         Some(s) => {
             let s = as_tuple(s, "scores")?;
-            if s.len() != queries.len() {
-                return Err(value_error(
-                    "scores",
-                    format!(
-                        "scores has {} entries for {} queries",
-                        s.len(),
-                        queries.len()
-                    ),
-                ));
-            }
+            params::queries_scores_len(s.len(), queries.len())?;
             Some(s)
         }
     };
