@@ -22,6 +22,12 @@ use crate::pool;
 /// The pad value of a batch when none is given.
 pub const PAD: i64 = -1;
 
+/// Whether integers of a type (`signed` or not, of `bytes` bytes) widen to i64 without loss: the
+/// ids a batch takes (int8..int64, uint8..uint32).
+pub fn widens_to_i64(signed: bool, bytes: usize) -> bool {
+    bytes <= if signed { 8 } else { 4 }
+}
+
 /// List `i` of a batch's id arrays (the argument `name`: "ids", or rrf_batch's "lists") has
 /// `rows` rows, as many as the first, which has `first`.
 pub fn check_rows(name: &str, i: usize, rows: usize, first: usize) -> Result<(), Error> {
@@ -631,6 +637,12 @@ pub fn fuse_batch_into_vecs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn id_types() {
+        assert!(widens_to_i64(true, 8) && widens_to_i64(true, 1) && widens_to_i64(false, 4));
+        assert!(!widens_to_i64(false, 8) && !widens_to_i64(true, 16));
+    }
 
     #[test]
     fn argument_and_result_shapes() {

@@ -88,6 +88,12 @@ pub struct Plan {
     pub first: Vec<u32>,
 }
 
+/// Whether a revalidation of `n_unique` unique ids cut at `limit` asks the lookup at all (not
+/// for no ids, nor for `limit=0`).
+pub fn asks(n_unique: usize, limit: Option<usize>) -> bool {
+    n_unique > 0 && limit != Some(0)
+}
+
 impl Plan {
     pub fn n_unique(&self) -> usize {
         self.first.len()
@@ -140,18 +146,24 @@ pub fn plan_ints(ids: &[i64], table: &mut IdTable) -> Result<Plan> {
     })
 }
 
-/// The order-preserving rebuild: the positions of the candidates whose id is live
-/// (`live[slots[position]]`), in input order, every occurrence of a duplicate kept, at most
-/// `limit` of them.
-pub fn rebuild(slots: &[u32], live: &[bool], limit: Option<usize>) -> Vec<u32> {
-    let limit = limit.unwrap_or(usize::MAX);
+/// The order-preserving rebuild: the candidates whose id is live (`live[slots[position]]`), in
+/// input order, every occurrence of a duplicate kept, as (position, index of its id among the
+/// unique ids); at most `limit` of them, unless `filtered` (a filter of the caller's decides
+/// which are kept, and stops at the limit itself).
+pub fn rebuild(
+    slots: &[u32],
+    live: &[bool],
+    limit: Option<usize>,
+    filtered: bool,
+) -> Vec<(u32, u32)> {
+    let limit = limit.filter(|_| !filtered).unwrap_or(usize::MAX);
     let mut kept = Vec::with_capacity(slots.len().min(limit));
     kept.extend(
         slots
             .iter()
             .enumerate()
             .filter(|&(_, &slot)| live[slot as usize])
-            .map(|(position, _)| position as u32)
+            .map(|(position, &slot)| (position as u32, slot))
             .take(limit),
     );
     kept
@@ -533,7 +545,7 @@ pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
 ) -> std::result::Result<Compacted, E> {
     let cancel = Cancel::none();
     let plan = batch.plan(&cancel)?;
-    let live = if plan.unique.is_empty() || limit == Some(0) {
+    let live = if !asks(plan.unique.len(), limit) {
         Vec::new()
     } else {
         let live = is_live(&plan.unique)?;
@@ -557,6 +569,12 @@ pub fn check_live_len(got: usize, expected: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lookup_is_asked_for_ids_and_a_limit_above_0() {
+        assert!(asks(1, None) && asks(2, Some(1)));
+        assert!(!asks(0, None) && !asks(3, Some(0)));
+    }
 
     #[test]
     fn arguments() {
@@ -599,18 +617,23 @@ mod tests {
         assert_eq!(p.first, vec![0, 2, 3]);
         assert_eq!(p.slots, vec![0, 0, 1, 2, 1]);
         // 1 live, 2 live, 3 dead: every occurrence of 1 and 2, in input order.
+        let live = [true, true, false];
+        let positions =
+            |kept: Vec<(u32, u32)>| kept.into_iter().map(|(p, _)| p).collect::<Vec<_>>();
         assert_eq!(
-            rebuild(&p.slots, &[true, true, false], None),
-            vec![0, 1, 2, 4]
+            rebuild(&p.slots, &live, None, false),
+            vec![(0, 0), (1, 0), (2, 1), (4, 1)]
         );
         assert_eq!(
-            rebuild(&p.slots, &[true, true, false], Some(3)),
-            vec![0, 1, 2]
+            positions(rebuild(&p.slots, &live, Some(3), false)),
+            [0, 1, 2]
         );
+        // A filter of the caller's stops at the limit itself: every live candidate.
         assert_eq!(
-            rebuild(&p.slots, &[false, false, false], None),
-            Vec::<u32>::new()
+            positions(rebuild(&p.slots, &live, Some(3), true)),
+            [0, 1, 2, 4]
         );
+        assert_eq!(rebuild(&p.slots, &[false, false, false], None, false), []);
         assert_eq!(plan::<i64>(&[]).unwrap(), Plan::default());
     }
 

@@ -73,9 +73,12 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
 /// [`as_tuple`] for a value read only by this call: a tuple made here (a copy of a list, say)
 /// is taken out of the cyclic collector's sight (`gc::untrack_own`), so that the collections
 /// that run while the call makes objects do not walk its items. The caller's own tuple is
-/// returned as it is.
-pub fn private_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
-    let tuple = as_tuple(value, name)?;
+/// returned as it is. Its name is made only for an error (`name()`: `lists[3]`).
+pub fn private_tuple<'py>(
+    value: &Bound<'py, PyAny>,
+    name: impl Fn() -> String,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let tuple = items_of(value, |string| not_iterable(value, &name(), string))?;
     if !tuple.is(value) {
         super::gc::untrack_own(&tuple);
     }
@@ -85,15 +88,21 @@ pub fn private_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bou
 /// Any iterable but str/bytes/bytearray, as a tuple (the input is never modified, and a tuple
 /// cannot change under us while the core works). Errors from the iteration itself propagate.
 pub fn as_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
-    items_of(value, |string| {
-        let what = if string {
-            "a non-string iterable"
-        } else {
-            "iterable"
-        };
-        let message = format!("{name} must be {what}, got {}", describe(value));
-        type_error(name, message)
-    })
+    items_of(value, |string| not_iterable(value, name, string))
+}
+
+/// The error of a value named `name` that is a string, or not iterable.
+#[cold]
+fn not_iterable(value: &Bound<'_, PyAny>, name: &str, string: bool) -> PyErr {
+    let what = if string {
+        "a non-string iterable"
+    } else {
+        "iterable"
+    };
+    type_error(
+        name,
+        format!("{name} must be {what}, got {}", describe(value)),
+    )
 }
 
 /// [`as_tuple`] with the error `refused(is_a_string)` for a str/bytes/bytearray or a value that

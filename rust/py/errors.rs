@@ -103,36 +103,19 @@ fn ours(
 
 /// Our `TypeError` about the argument named `name` (see [`named`]).
 pub fn type_error(name: &str, reason: impl AsRef<str>) -> PyErr {
-    let (argument, list, rank) = named(name);
-    Python::attach(|py| {
-        ours(
-            py,
-            true,
-            reason.as_ref(),
-            Some(argument),
-            &At::Call,
-            list,
-            rank,
-            None,
-        )
-    })
+    about(true, name, reason.as_ref())
 }
 
 /// Our `ValueError` about the argument named `name` (see [`named`]).
 pub fn value_error(name: &str, reason: impl AsRef<str>) -> PyErr {
+    about(false, name, reason.as_ref())
+}
+
+/// Our exception (a `TypeError` or not) about the argument named `name`.
+fn about(type_error: bool, name: &str, reason: &str) -> PyErr {
     let (argument, list, rank) = named(name);
-    Python::attach(|py| {
-        ours(
-            py,
-            false,
-            reason.as_ref(),
-            Some(argument),
-            &At::Call,
-            list,
-            rank,
-            None,
-        )
-    })
+    let at = &At::Call;
+    Python::attach(|py| ours(py, type_error, reason, Some(argument), at, list, rank, None))
 }
 
 /// Whether `e` is one of our exceptions (as opposed to one raised by the caller's own

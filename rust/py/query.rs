@@ -32,7 +32,7 @@ pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, 
     let mut items = 0;
     let mut interrupted = None;
     for (i, l) in as_tuple(lists, "lists")?.iter().enumerate() {
-        let l = private_tuple(&l, &format!("lists[{i}]"))?;
+        let l = private_tuple(&l, || format!("lists[{i}]"))?;
         items += l.len();
         out.push(l);
         // Long lists take a while to copy: signals are checked between them.
@@ -80,8 +80,7 @@ fn raw_scores(
         if item.is_none() {
             continue;
         }
-        let name = format!("scores[{i}]");
-        let values = private_tuple(&item, &name)?;
+        let values = private_tuple(&item, || format!("scores[{i}]"))?;
         params::list_scores_len(i, values.len(), lists[i].len())?;
         let mut raw = Vec::with_capacity(values.len());
         let mut interrupted = None;
@@ -95,7 +94,7 @@ fn raw_scores(
             }
             let value = match x.cast_exact::<PyFloat>() {
                 Ok(f) => f.value(),
-                Err(_) => real(&x, &format!("{name}[{j}]"))?,
+                Err(_) => real(&x, &format!("scores[{i}][{j}]"))?,
             };
             raw.push(params::raw_score(value, read, i, j)?);
         }

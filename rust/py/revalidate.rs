@@ -263,7 +263,7 @@ pub fn revalidate<'py>(
 
     // 2. The plan. No ids, or limit 0: the lookup is not called at all.
     let plan = plan_ids(py, &candidates)?;
-    if plan.n_unique() == 0 || limit == Some(0) {
+    if !core::asks(plan.n_unique(), limit) {
         return Ok(PyList::empty(py));
     }
     let cap = limit.unwrap_or(usize::MAX);
@@ -305,34 +305,19 @@ pub fn revalidate<'py>(
                     };
                     records.push(record.filter(|r| !r.is_none()));
                 }
-                // 4. The rebuild, in input order (in Rust, cut at the limit unless `where`
-                //    decides).
+                // 4. The rebuild, in input order (in Rust).
                 let present: Vec<bool> = records.iter().map(Option::is_some).collect();
-                let rebuild_limit = if r#where.is_none() { limit } else { None };
-                // The kept candidates' ids and scores, moved out in input order.
-                let mut candidates = ids.into_iter().zip(scores);
-                let mut next = 0;
-                for position in core::rebuild(&plan.slots, &present, rebuild_limit) {
-                    let position = position as usize;
-                    let candidate = position
-                        .checked_sub(next)
-                        .and_then(|skip| candidates.nth(skip));
-                    next = position + 1;
-                    // rebuild keeps present records only: a missing one is a bug, raised.
-                    let record =
-                        records[plan.slots[position] as usize]
-                            .clone()
-                            .ok_or_else(|| {
-                                pyo3::exceptions::PyRuntimeError::new_err(
-                                    "rankfusion internal error: the rebuild kept a missing record",
-                                )
-                            })?;
-                    let candidate = candidate.ok_or_else(|| {
-                        pyo3::exceptions::PyRuntimeError::new_err(
-                            "rankfusion internal error: the rebuild went back",
-                        )
-                    })?;
-                    if keep(candidate, record)? {
+                let filtered = r#where.is_some();
+                for (p, u) in core::rebuild(&plan.slots, &present, limit, filtered) {
+                    let (p, u) = (p as usize, u as usize);
+                    let (Some(id), Some(score), Some(Some(record))) =
+                        (ids.get(p), scores.get(p), records.get(u))
+                    else {
+                        // (rebuild keeps present records of candidates only: a bug, raised.)
+                        let bug = "rankfusion internal error: the rebuild kept a missing record";
+                        return Err(pyo3::exceptions::PyRuntimeError::new_err(bug));
+                    };
+                    if keep((id.clone(), score.clone()), record.clone())? {
                         break;
                     }
                 }
@@ -459,7 +444,7 @@ fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
     let plan = py.detach(|| batch.plan(&cancel));
     signals.raise()?;
     let mut plan = plan?;
-    let live = if plan.unique.is_empty() || limit == Some(0) {
+    let live = if !core::asks(plan.unique.len(), limit) {
         Vec::new()
     } else {
         let unique = std::mem::take(&mut plan.unique);

@@ -5,7 +5,7 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
 
 use super::args::{as_tuple, flag, integer_setting, real};
 use super::errors::core_of;
@@ -31,19 +31,21 @@ fn given<'py, T>(
     }
 }
 
-/// A sequence setting: the sequence, and each item converted by `convert(item, "name[i]")`.
+/// A sequence setting: the sequence, and each item `exact` (an item of the exact type: a float,
+/// a bool) or converted by `convert(item, "name[i]")`.
 fn items<'py, T>(
     value: &Bound<'py, PyAny>,
     name: &str,
+    exact: impl Fn(&Bound<'py, PyAny>) -> Option<T>,
     convert: impl Fn(&Bound<'py, PyAny>, &str) -> PyResult<T>,
 ) -> PyResult<Given<Vec<Given<T>>>> {
     given(value, true, |v| {
         let tuple = as_tuple(v, name)?;
-        tuple
-            .iter()
-            .enumerate()
-            .map(|(i, x)| given(&x, false, |x| convert(x, &format!("{name}[{i}]"))))
-            .collect()
+        let item = |(i, x): (usize, Bound<'py, PyAny>)| match exact(&x) {
+            Some(v) => Ok(Given::Value(v)),
+            None => given(&x, false, |x| convert(x, &format!("{name}[{i}]"))),
+        };
+        tuple.iter().enumerate().map(item).collect()
     })
 }
 
@@ -71,7 +73,11 @@ pub fn settings_of(
             "method" => s.method = given(v, false, |v| v.extract())?,
             "norm" => s.norm = given(v, true, |v| v.extract())?,
             "k" => s.k = given(v, false, |v| real(v, "k"))?,
-            "weights" => s.weights = items(v, "weights", real)?,
+            "weights" => {
+                let float =
+                    |x: &Bound<'_, PyAny>| x.cast_exact::<PyFloat>().ok().map(|f| f.value());
+                s.weights = items(v, "weights", float, real)?
+            }
             "window" => s.window = given(v, true, |v| integer_setting(v, "window"))?,
             "duplicates" => s.duplicates = given(v, false, |v| v.extract())?,
             "tie_break" => s.tie_break = given(v, false, |v| v.extract())?,
@@ -79,7 +85,11 @@ pub fn settings_of(
             "limit" => s.limit = given(v, true, |v| integer_setting(v, "limit"))?,
             "min_score" => s.min_score = given(v, true, |v| real(v, "min_score"))?,
             "normalize" => s.normalize = given(v, false, |v| flag(v, "normalize"))?,
-            "lower_is_better" => s.lower_is_better = items(v, "lower_is_better", flag)?,
+            "lower_is_better" => {
+                let bool =
+                    |x: &Bound<'_, PyAny>| x.cast_exact::<PyBool>().ok().map(|b| b.is_true());
+                s.lower_is_better = items(v, "lower_is_better", bool, flag)?
+            }
             "phi" => s.phi = given(v, true, |v| real(v, "phi"))?,
             "gamma" => s.gamma = given(v, true, |v| real(v, "gamma"))?,
             "sigma" => s.sigma = given(v, true, |v| real(v, "sigma"))?,
