@@ -4,6 +4,11 @@ as TREC files (``rankfusion fuse a.run ... -o out.run``, the native path) and ag
 
     python benches/bench_frame.py                      # 5 runs x 10,000 queries x 1,000 docs
     python benches/bench_frame.py --ranx-queries 2000  # ranx on a smaller workload (see below)
+    python benches/bench_frame.py --baseline OLD/python  # also another rankfusion's Parquet path
+
+``--baseline DIR`` times the Parquet path of the rankfusion package in DIR (put first on
+PYTHONPATH: e.g. an older commit's ``python/`` folder with this build's ``_core`` extension
+copied in) in the same interleaved rounds, a row of its own.
 
 Each contender is a whole process (interpreter start-up, imports, reading, fusing, writing), timed
 wall-clock, with its peak RSS (``os.wait4``, from a small launcher process); rounds are interleaved (Parquet, TREC, Parquet,
@@ -171,12 +176,10 @@ def run(command: Sequence[str]) -> Dict[str, float]:
     return result
 
 
-def ours(paths: Sequence[str], out: str) -> List[str]:
-    return [PYTHON, "-m", "rankfusion", "fuse", *paths, "-k", str(K), "--limit", str(LIMIT)] + [
-        "-o",
-        out,
-        "-q",
-    ]
+def ours(paths: Sequence[str], out: str, baseline: Optional[str] = None) -> List[str]:
+    command = [PYTHON, "-m", "rankfusion", "fuse", *paths, "-k", str(K), "--limit", str(LIMIT)]
+    command += ["-o", out, "-q"]
+    return command if baseline is None else ["env", f"PYTHONPATH={baseline}", *command]
 
 
 def ranx_available() -> bool:
@@ -234,13 +237,18 @@ def workload_rows(
     out = os.path.join(folder, "out")
     notes = []
     rows: Dict[str, Dict[str, float]] = {}
-    run(ours(parquet, out + ".parquet"))  # page cache, .pyc files
-    run(ours(text, out + ".run"))
+    contenders = [
+        ("rankfusion fuse, Parquet -> Parquet", ours(parquet, out + ".parquet")),
+        ("rankfusion fuse, TREC -> TREC (native)", ours(text, out + ".run")),
+    ]
+    if args.baseline:
+        contenders.append(
+            ("the baseline's Parquet -> Parquet", ours(parquet, out + ".b.parquet", args.baseline))
+        )
+    for _, command in contenders:
+        run(command)  # page cache, .pyc files
     for _ in range(args.rounds):
-        for name, command in (
-            ("rankfusion fuse, Parquet -> Parquet", ours(parquet, out + ".parquet")),
-            ("rankfusion fuse, TREC -> TREC (native)", ours(text, out + ".run")),
-        ):
+        for name, command in contenders:
             result = run(command)
             best = rows.get(name)
             if best is None or result["seconds"] < best["seconds"]:
@@ -248,6 +256,11 @@ def workload_rows(
     notes.append(
         "Parquet output == TREC output (docs, ranks, score bits): "
         f"{same_output(out + '.parquet', out + '.run')}"
+        + (
+            f"; the baseline's too: {same_output(out + '.b.parquet', out + '.run')}"
+            if args.baseline
+            else ""
+        )
     )
     memory = json.loads(run([PYTHON, "-c", MEMORY_SCRIPT, *parquet, out + ".m.parquet"])["stdout"])
     extra = memory["peak"] - memory["loaded"]
@@ -280,6 +293,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--ranx-queries", type=int, default=2000, help="0: skip ranx")
     parser.add_argument("--rounds", type=int, default=3, help="best of N (default 3)")
     parser.add_argument("--dir", help="keep the workloads here (reused when they match)")
+    parser.add_argument(
+        "--baseline", help="a folder holding another rankfusion package: its Parquet path too"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         root = args.dir or scratch

@@ -5,6 +5,9 @@
     python benches/bench_methods.py --workloads B --only sum/min-max,sum/z-score,dbsf/-
     python benches/bench_methods.py --no-ranx             # fuse_batch vs rrf_batch only
     python benches/bench_methods.py --ranx-fraction 1     # ranx on every query (~15 s a call on A)
+
+The README's ranx ratios are from --ranx-fraction 1 (every query; docs/batch.md, "ranx on every
+query"), not scaled up from a tenth of the queries (issue 28).
     python benches/bench_methods.py --threads1 all        # 1 thread vs all CPUs for every row
 
 Build the extension in release mode first (`maturin develop --release`).

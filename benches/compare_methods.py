@@ -5,7 +5,8 @@
 
 Each DIR holds a copy of the package built from one commit (``cp -r python/rankfusion DIR/``
 after ``maturin develop --release``); it is put first on ``PYTHONPATH`` of a fresh process. A
-case is ``rrf_batch``, or ``method[:norm[:w]]`` (``w``: the workload's weights), called as
+case is ``rrf_batch``, or ``method[:norm[:w]][:name=value...]`` (``w``: the workload's
+weights; ``phi=0.8``: a setting), called as
 `benches/bench_methods.py` calls it, on its workloads (A = 10,000 x 2 x 100, B = 1,000 x 5 x
 1,000). Run by run, alternating the builds, each process times every case (best of
 ``--rounds``, the cases interleaved round by round, the garbage collector off) and prints its
@@ -42,6 +43,9 @@ for case in {cases!r}:
     if method == "rrf_batch":
         calls[case] = lambda kwargs=kwargs: rf.rrf_batch(ids, **kwargs)
         continue
+    settings = [r for r in rest if "=" in r]
+    rest = [r for r in rest if "=" not in r]
+    kwargs.update((k, float(v)) for k, v in (r.split("=") for r in settings))
     if rest and rest[0]:
         kwargs["norm"] = rest[0]
     if rest[1:] == ["w"]:

@@ -12,8 +12,10 @@ child builds the input and makes two uninterrupted calls (the second one timed);
 `except KeyboardInterrupt` runs minus the moment the signal was sent (both CLOCK_MONOTONIC,
 which the processes share). After the rounds the child makes one more uninterrupted call and
 checks that it returns exactly the first call's result (the pools are usable). The `cli`
-workload is the command (`rankfusion fuse a.run b.run -o out`): from the signal to the exit of
-the process (status 130), which includes the interpreter's exit.
+workloads are the command (`rankfusion fuse a.run b.run -o out`; `cli_trace` and `cli_qrels`
+its Python path, with `--trace` and `--qrels`; `cli_parquet` its Arrow path; `cli_optimize`
+`rankfusion optimize`): from the signal to the exit of the process (status 130, no output file
+left), which includes the interpreter's exit.
 
 The machine's load is printed before and after: on a shared machine latencies grow with it.
 """
@@ -47,9 +49,24 @@ WORKLOADS = {
     "fuse_int": "fuse sum/z-score, 2 x 4 M int keys + scores",
     "fuse_str": "fuse sum/z-score, 2 x 2 M str keys + scores",
     "revalidate_batch": "revalidate_batch, (800k x 100) int64 ids, numpy is_live",
+    "read_run": "trec.read_run, 1 file x 2000 queries x 1000 docs (a str and a float a line)",
     "read_run_files": "trec._read_run_files, 2 files x 2000 queries x 1000 docs",
     "fuse_run_files": "trec._fuse_run_files (the command's native fusion), same files",
+    "compare": "compare_per_query, 5 runs x 2 metrics x 2000 queries, 100,000 permutations",
+    "compare_bootstrap": "compare_per_query, bootstrap, 5 runs x 2 metrics x 2000 queries",
     "cli": "rankfusion fuse a.run b.run -o out (the whole command, to its exit)",
+    "cli_trace": "rankfusion fuse a.run b.run -o out --trace t.jsonl (the Python path)",
+    "cli_qrels": "rankfusion fuse a.run b.run -o out --qrels q.txt (the Python path)",
+    "cli_parquet": "rankfusion fuse a.parquet b.parquet -o out.parquet (the Arrow path)",
+    "cli_optimize": "rankfusion optimize a.run b.run --qrels q.txt --method rrf --metric ndcg@10",
+}
+# The command's workloads: the arguments after the run files (OUT: the output to check).
+CLI = {
+    "cli": ["-o", "OUT"],
+    "cli_trace": ["-o", "OUT", "--trace", "TRACE"],
+    "cli_qrels": ["-o", "OUT", "--qrels", "QRELS"],
+    "cli_parquet": ["-o", "OUT"],
+    "cli_optimize": ["--qrels", "QRELS", "--method", "rrf", "--metric", "ndcg@10", "-o", "OUT"],
 }
 
 
@@ -122,6 +139,10 @@ def child(workload: str, folder: str) -> None:
         scores = rng.random((2 * ROWS, COLS))
         call = lambda: rf.revalidate_batch(ids, scores, lambda u: u % 3 != 0)  # noqa: E731
         digest = arrays
+    elif workload == "read_run":
+        path = run_files(folder)[0]
+        call = lambda: trec.read_run(path)  # noqa: E731
+        digest = lambda run: [(q, r.docids[:3], r.scores[-3:]) for q, r in run.items()]  # noqa: E731
     elif workload in ("read_run_files", "fuse_run_files"):
         paths = run_files(folder)
         files = trec._read_run_files(paths, duplicates="first")
@@ -131,6 +152,13 @@ def child(workload: str, folder: str) -> None:
         else:
             call = lambda: trec._fuse_run_files(files)  # noqa: E731
             digest = bytes
+    elif workload.startswith("compare"):
+        per_query = {
+            m: {f"r{i}": rng.random(2000).tolist() for i in range(5)} for m in ("m1", "m2")
+        }
+        test = "bootstrap" if workload.endswith("bootstrap") else "randomization"
+        call = lambda: rf.compare_per_query(per_query, test=test)  # noqa: E731
+        digest = lambda c: c.pairs  # noqa: E731
     else:
         raise SystemExit(f"unknown workload {workload}")
 
@@ -192,53 +220,129 @@ def measure(workload: str, rounds: int, folder: str) -> dict:
     return {"full": full, "latencies": latencies, "finished": finished, "again": again[1]}
 
 
-def measure_cli(rounds: int, folder: str) -> dict:
-    """The command, interrupted `rounds` times: latency to the process's exit."""
-    paths = run_files(folder)
-    out = os.path.join(folder, "fused.run")
-    command = [sys.executable, "-m", "rankfusion", "fuse", *paths, "-o", out, "-q"]
+def qrels_file(folder: str) -> str:
+    """Judgments of every query: 10 documents of each (written once, kept in `folder`)."""
+    path = os.path.join(folder, "qrels.txt")
+    if not os.path.exists(path):
+        with open(path, "w") as out:
+            out.writelines(
+                f"{q} 0 d{q * 11 % 3000 + j} {j % 3}\n" for q in range(QUERIES) for j in range(10)
+            )
+    return path
+
+
+def parquet_files(folder: str) -> list:
+    """The run files as Parquet (written once, kept in `folder`)."""
+    from rankfusion import frame
+
+    paths = []
+    for path in run_files(folder):
+        target = path + ".parquet"
+        if not os.path.exists(target):
+            frame.write_parquet(frame.read_trec(path, duplicates="keep"), target)
+        paths.append(target)
+    return paths
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a running process has used (Linux's /proc; 0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
+    """The command, interrupted `rounds` times: latency to its message (``interrupted`` on
+    stderr) and to the process's exit (which includes the kernel freeing its memory)."""
+    import resource
+
+    paths = parquet_files(folder) if workload == "cli_parquet" else run_files(folder)
+    out = os.path.join(folder, "fused.parquet" if workload == "cli_parquet" else "fused.run")
+    trace = os.path.join(folder, "trace.jsonl")
+    names = {
+        "OUT": out,
+        "TRACE": trace,
+        "QRELS": qrels_file(folder) if "QRELS" in CLI[workload] else "",
+    }
+    subcommand = "optimize" if workload == "cli_optimize" else "fuse"
+    extra = [names.get(a, a) for a in CLI[workload]]
+    command = [sys.executable, "-m", "rankfusion", subcommand, *paths, *extra, "-q"]
+    if BASELINE:  # another rankfusion package's command (--baseline)
+        command = ["env", f"PYTHONPATH={BASELINE}", *command]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "rankfusion", "--version"], capture_output=True)
     startup = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    startup_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     start = time.monotonic()
     subprocess.run(command, check=True, capture_output=True)
     full = time.monotonic() - start
     with open(out, "rb") as f:
         expected = f.read()
     os.unlink(out)
-    latencies, finished = [], 0
+    latencies, messages, finished = [], [], 0
     for _ in range(rounds):
         proc = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint
         )
-        time.sleep(startup + random.uniform(0.05, 0.6) * (full - startup))
+        # past the interpreter's start (its CPU time: a loaded machine stretches the wall
+        # time), then a random moment of the work
+        while proc.poll() is None and cpu_seconds(proc.pid) < startup_cpu + 0.05:
+            time.sleep(0.002)
+        time.sleep(random.uniform(0.0, 0.55) * (full - startup))
         sent = time.monotonic()
         os.kill(proc.pid, signal.SIGINT)
+        line = proc.stderr.readline()
+        message = time.monotonic()
         proc.communicate()
         end = time.monotonic()
-        if proc.returncode == 130 and not os.path.exists(out):
+        clean = not os.path.exists(out) and not os.path.exists(trace)
+        if proc.returncode == 130 and clean and line.endswith(b"interrupted\n"):
             latencies.append(end - sent)
+            messages.append(message - sent)
         else:
             finished += 1
-            if os.path.exists(out):
-                os.unlink(out)
+        for path in (out, trace):
+            if os.path.exists(path):
+                os.unlink(path)
     subprocess.run(command, check=True, capture_output=True)
     with open(out, "rb") as f:
         same = f.read() == expected
     os.unlink(out)
-    return {"full": full, "latencies": latencies, "finished": finished, "again": str(same)}
+    return {
+        "full": full,
+        "latencies": latencies,
+        "messages": messages,
+        "finished": finished,
+        "again": str(same),
+    }
+
+
+BASELINE = ""  # --baseline: a folder holding another rankfusion package, for the cli workloads
 
 
 def main() -> None:
+    global BASELINE
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workloads", nargs="*", help=f"any of {', '.join(WORKLOADS)}")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="the command workloads run the rankfusion package in this folder (put first on "
+        "PYTHONPATH: e.g. an older commit's python/ with this build's extension)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.folder)
         return
+    BASELINE = args.baseline
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
@@ -246,12 +350,18 @@ def main() -> None:
     print(f"{'workload':<18}{'call':>9}{'min':>9}{'median':>9}{'max':>9}  (ms)  notes")
     with tempfile.TemporaryDirectory() as folder:
         for name in args.workloads or WORKLOADS:
-            if name == "cli":
-                r = measure_cli(args.rounds, folder)
+            if name in CLI:
+                r = measure_cli(args.rounds, folder, name)
             else:
                 r = measure(name, args.rounds, folder)
             lat = sorted(x * 1e3 for x in r["latencies"]) or [float("nan")]
             notes = [WORKLOADS[name]]
+            if r.get("messages"):
+                said = sorted(x * 1e3 for x in r["messages"])
+                notes.append(
+                    f"to the message {said[0]:.1f} / {statistics.median(said):.1f} / "
+                    f"{said[-1]:.1f} ms, the rest is the exit"
+                )
             if r["finished"]:
                 notes.append(f"{r['finished']} call(s) finished before the signal was handled")
             if r["again"] != "True":

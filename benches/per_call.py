@@ -5,7 +5,9 @@ would otherwise write, and the floor a hand-written C binding reaches.
 
 Competitors, timed interleaved round by round (best of the rounds):
 - ``rankfusion.rrf`` on 2 lists x 100 str ids (~40% overlap): full output, ``limit=10``,
-  ``trace=True``;
+  ``trace=True``; a ``rankfusion.Fusion()`` made once and called (full output);
+- ``rankfusion.fuse`` wsum over min-max with weights and ``limit=10`` on the same lists with
+  scores, against the same ``Fusion`` made once and called (its settings checked once);
 - a plain Python dict RRF (what a user writes in six lines), and the same collecting each key's
   contributions for the trace row;
 - ``cfloor``: a minimal hand-written C extension doing RRF over lists of str
@@ -124,8 +126,17 @@ def main() -> None:
     if cfloor is not None:
         assert want == dict(cfloor.rrf(lists)), "cfloor differs"
 
+    scores = [[1.0 / (1 + i) for i in range(len(lst))] for lst in lists]
+    wsum = dict(method="wsum", norm="min-max", weights=[0.3, 0.7], limit=10)
+    fusion_rrf, fusion_wsum = rankfusion.Fusion(), rankfusion.Fusion(**wsum)
+    assert fusion_rrf(lists) == rankfusion.rrf(lists)
+    assert fusion_wsum(lists, scores) == rankfusion.fuse(lists, scores=scores, **wsum)
+
     calls = {
         "rrf full": lambda: rankfusion.rrf(lists),
+        "Fusion() full": lambda: fusion_rrf(lists),
+        "fuse wsum limit=10": lambda: rankfusion.fuse(lists, scores=scores, **wsum),
+        "Fusion(wsum) limit=10": lambda: fusion_wsum(lists, scores),
         "dict RRF full": lambda: dict_rrf(lists),
         "rrf limit=10": lambda: rankfusion.rrf(lists, limit=10),
         "dict RRF limit=10": lambda: dict_rrf(lists, limit=10),
@@ -166,8 +177,19 @@ def main() -> None:
             ">= 1.2",
         ),
     ]
+    rows.append(
+        (
+            "Fusion(wsum) vs fuse(...), limit=10",
+            ratio("fuse wsum limit=10", "Fusion(wsum) limit=10"),
+            ">= 1.3",
+        )
+    )
     if cfloor is not None:
         rows.insert(0, ("rrf full vs cfloor (C floor)", ratio("cfloor full", "rrf full"), ">= 1.0"))
+        rows.insert(
+            1,
+            ("Fusion() full vs cfloor (C floor)", ratio("cfloor full", "Fusion() full"), ">= 1.15"),
+        )
     for label, r, target in rows:
         print(f"{label:<42}{r:>7.2f}x   target {target}")
 

@@ -7,6 +7,7 @@ on a local Dask cluster; each gives what ``rankfusion fuse`` gives on the TREC f
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,11 @@ from rankfusion import dask as rfd
 from rankfusion import frame
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cranfield"
+
+# distributed's scheduler logs two WARNING lines for every shuffle, when it starts and when it
+# ends ("Shuffle ... initialized by task ...", "... deactivated due to stimulus ..."): news, not
+# failures (docs/dask.md). Quiet here; an error is still shown.
+logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
 
 
 def to_parquet(folder: Path) -> list:
@@ -37,6 +43,7 @@ def command(*args) -> None:
 
 
 def main(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
     bm25, minilm = to_parquet(folder)
 
     # 1. the command, on the TREC files and on the Parquet files

@@ -74,6 +74,10 @@ pub enum Problem {
     },
     /// A malformed TREC file (`TrecFormatError`).
     Malformed(Reason),
+    /// The caller's own object raised while `argument` was converted (an iterator, a
+    /// `__float__`): the caller's layer keeps that exception (its `index`-th) and raises it when
+    /// the checker reaches the argument, so that earlier mistakes are reported first.
+    Raised { argument: String, index: usize },
     /// The computation was stopped by its [`crate::cancel::Cancel`] (Ctrl-C in the binding).
     Interrupted,
 }
@@ -168,9 +172,9 @@ impl Error {
     /// The argument it is about, if any.
     pub fn argument(&self) -> Option<&str> {
         match &self.problem {
-            Problem::Invalid { argument, .. } | Problem::WrongType { argument, .. } => {
-                Some(argument)
-            }
+            Problem::Invalid { argument, .. }
+            | Problem::WrongType { argument, .. }
+            | Problem::Raised { argument, .. } => Some(argument),
             _ => None,
         }
     }
@@ -266,6 +270,7 @@ impl Error {
             ),
             Problem::Malformed(reason) => reason.render(text),
             Problem::Interrupted => "interrupted".to_owned(),
+            Problem::Raised { argument, .. } => format!("converting {argument} raised"),
         }
     }
 

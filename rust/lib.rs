@@ -13,6 +13,7 @@ pub mod memory;
 pub mod optimize;
 pub mod pool;
 pub mod revalidate;
+pub mod stats;
 #[cfg(test)]
 mod testing;
 pub mod trec;

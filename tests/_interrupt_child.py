@@ -157,6 +157,24 @@ def run_files_workload(folder):
     return make, call, check, 50, 20_000
 
 
+def compare_workload(test):
+    """compare_per_query of 4 runs (6 pairs) on one metric of n queries, 100,000 sign vectors
+    or resamples each."""
+
+    def make(n):
+        return {"m": {f"r{i}": rng.random(n).tolist() for i in range(4)}}
+
+    def call(data):
+        return rf.compare_per_query(data, test=test, permutations=100_000)
+
+    def check(data):
+        small = {"m": {name: values[:CHECK] for name, values in data["m"].items()}}
+        got = rf.compare_per_query(small, test=test, permutations=200)
+        return got.pairs == ref.compare_per_query(small, test=test, permutations=200)
+
+    return make, call, check, 50, 50_000
+
+
 def workloads(folder):
     return {
         "rrf_batch_1": batch_workload(1),
@@ -166,6 +184,8 @@ def workloads(folder):
         "fuse_str": keys_workload("str"),
         "revalidate_batch": revalidate_workload(),
         "fuse_run_files": run_files_workload(folder),
+        "compare": compare_workload("randomization"),
+        "compare_bootstrap": compare_workload("bootstrap"),
     }
 
 
@@ -229,6 +249,8 @@ def main() -> None:
 
 
 def same_result(a, b) -> bool:
+    if isinstance(a, rf.Comparison):
+        return a.pairs == b.pairs
     if isinstance(a, bytes):
         return a == b
     if isinstance(a, list):

@@ -287,6 +287,31 @@ def test_help_and_version():
     assert p.returncode == 0 and p.stdout.startswith("rankfusion ")
 
 
+def test_explain_help_gives_each_methods_contribution(runs):
+    """`explain --help` says how each method makes a term (not weight / (k + rank) for all): one
+    line per method, the formula explain's own header prints for it, METHODS' term and combine."""
+    from rankfusion import METHODS
+
+    p = rankfusion("explain", "--help")
+    assert p.returncode == 0
+    text = " ".join(p.stdout.split())
+    assert "contribution weight / (k + rank)" not in text
+    listed = {}
+    for line in p.stdout.splitlines():
+        words = line.split(None, 1)
+        if line.startswith("  ") and words and words[0] in METHODS and len(words) == 2:
+            listed[words[0]] = words[1]
+    assert list(listed) == list(METHODS)
+    assert listed["rrf"] == "term = w / (k + r), score = S"
+    assert listed["relative_score"] == "term = w v (min-max), score = S"
+    a, b = runs
+    for method, formula in listed.items():
+        options = {"rbc": ["--phi", "0.8"], "gmnz": ["--gamma", "2"]}.get(method, [])
+        header = rankfusion("explain", a, b, "--query", "1", "--method", method, *options, "-q")
+        assert header.returncode == 0, header.stderr
+        assert header.stdout.splitlines()[0].endswith(", " + formula), (method, header.stdout)
+
+
 def test_no_progress_bar_when_stderr_is_not_a_tty(runs, tmp_path):
     a, b = runs
     p = rankfusion("fuse", a, b, "-o", tmp_path / "o.run")
@@ -321,6 +346,25 @@ def test_fuse_with_qrels_prints_a_table(runs, tmp_path):
     assert p.returncode == 0
     assert p.stdout.startswith("1 Q0 ")
     assert p.stderr.splitlines()[0].split() == ["run", "nDCG@10", "R@100"]
+
+
+def test_fuse_warns_when_no_judged_query_has_results(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("001 0 x 1\n002 0 u 1\n")  # the runs' queries are 1, 2 and 3
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "-o", tmp_path / "f.run", "--metrics", "P@1")
+    assert p.returncode == 0
+    warning = (
+        f"rankfusion: warning: no judged query has results: {qrels} judges 2 queries (001, "
+        "002), none of which a run has (the runs have 3 queries (1, 2, 3)); every mean is 0\n"
+    )
+    assert warning in p.stderr
+    assert [line.split()[-1] for line in p.stdout.splitlines()[1:]] == ["0.0000"] * 3
+    assert rankfusion("fuse", a, b, "--qrels", qrels, "-q").stderr.startswith("run ")  # quiet
+    qrels.write_text("001 0 x 1\n2 0 u 1\n")  # one query meets: no warning
+    p = rankfusion("fuse", a, b, "--qrels", qrels, "-o", tmp_path / "f.run")
+    assert p.returncode == 0 and "no judged query" not in p.stderr
 
 
 def test_fuse_with_bad_qrels_or_metric(runs, tmp_path):
@@ -365,9 +409,7 @@ def test_explain_a_score_based_method(runs):
         "--weights", "1,2", "-q",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith(
-        "query 1: 3 fused documents; wsum, min-max, contribution = weight * normalised"
-    )
+    assert p.stdout.startswith("query 1: 3 fused documents; wsum, min-max, term = w v, score = S")
     blocks = p.stdout.split("\n\n")[1:]
     # z: 1 * (1-1)/(3-1) + 2 * (0.9-0.8)/(0.9-0.8) = 2.0; x: 1 * 1.0 + 2 * 0.0 = 1.0; y: 0.5
     assert [block.splitlines()[0] for block in blocks] == [
@@ -483,14 +525,36 @@ def big_runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("unbuffered", [True, False], ids=["unbuffered", "buffered"])
-@pytest.mark.parametrize("path", ["native", "python"])
-def test_fuse_to_a_pipe_whose_reader_goes_away_exits_1(big_runs, tmp_path, path, unbuffered):
+@pytest.mark.parametrize("path", ["native", "python", "parquet", "explain", "optimize"])
+def test_a_pipe_whose_reader_goes_away_exits_141_quietly(big_runs, tmp_path, path, unbuffered):
+    """`rankfusion ... | head -1`: no message, the status of a process that SIGPIPE ends (128 +
+    13, as cat or seq there), on every path of every subcommand; no output file written."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"  # stdout writes straight to the pipe, as in Docker images
-    args = [sys.executable, "-m", "rankfusion", "fuse", *map(str, big_runs), "-q"]
+    runs = list(map(str, big_runs))
+    args = [sys.executable, "-m", "rankfusion", "fuse", *runs, "-q"]
+    first = b"0 Q0 "
+    written = tmp_path / "written"
     if path == "python":
-        args += ["--trace", str(tmp_path / "t.jsonl")]
+        args += ["--trace", str(written)]
+    elif path == "parquet":
+        pytest.importorskip("pyarrow")  # the arrow extra (in the test extra: CI has it)
+        from rankfusion import frame
+
+        frame.write_parquet(frame.read_trec(runs[0]), tmp_path / "a.parquet")
+        args[4] = str(tmp_path / "a.parquet")
+    elif path == "explain":
+        args[3] = "explain"
+        args += ["--query", "0", "--top", "1000"]  # ~300 KB: more than a pipe holds
+        first = b"query 0: "
+    elif path == "optimize":
+        pytest.importorskip("ir_measures")
+        qrels = tmp_path / "qrels.txt"
+        qrels.write_text("".join(f"{q} 0 d{q * 7 % 3000}x0 1\n" for q in range(50)))
+        args[3] = "optimize"
+        args += ["--qrels", str(qrels), "--method", "rrf", "--metric", "P@5", "-o", str(written)]
+        first = b"rrf, P@5 over 50 judged queries"  # the report comes after the search
     child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert child.stdout is not None and child.stderr is not None
     head = os.read(child.stdout.fileno(), 100)  # the reader takes 100 bytes and goes away
@@ -498,9 +562,9 @@ def test_fuse_to_a_pipe_whose_reader_goes_away_exits_1(big_runs, tmp_path, path,
     status = child.wait(timeout=120)
     err = child.stderr.read().decode()
     child.stderr.close()
-    assert head.startswith(b"0 Q0 ")
-    assert status == 1, err
-    assert "Traceback" not in err
+    assert head.startswith(first)
+    assert (status, err) == (141, "")
+    assert not written.exists()
 
 
 def closed_stdout_run(*args):
@@ -622,3 +686,131 @@ def test_runs_with_infinite_scores_on_every_path(tmp_path):
     ]  # fmt: skip
     fused = trec.fuse([trec.read_run(run)] * 2, trace=True)
     assert [c.score for c in fused["1"][0].contributions] == [float("inf")] * 2
+
+
+# --- a full device: the file that failed is named, nothing else is replaced --------------------
+
+FULL = "/dev/full"  # every write fails with ENOSPC (Linux)
+needs_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full on this system")
+NO_SPACE = os.strerror(28)  # ENOSPC: "No space left on device"
+
+
+def full_stdout_run(*args):
+    """The command with stdout on /dev/full."""
+    with open(FULL, "w") as full:
+        return subprocess.run(
+            [sys.executable, "-m", "rankfusion", *map(str, args)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+
+
+@needs_full
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-o", FULL],  # the native path
+        ["-o", FULL, "--trace", "TRACE"],  # the Python path
+        ["-o", "OUT", "--trace", FULL],
+        ["-o", FULL, "--format", "parquet"],  # the Arrow path
+        ["-o", FULL, "--format", "trec", "--weights", "1,1"],
+    ],
+    ids=["native", "python", "trace", "parquet", "trec"],
+)
+def test_a_full_output_file_is_named(runs, tmp_path, args):
+    a, b = runs
+    if "parquet" in args:
+        pytest.importorskip("pyarrow")  # the arrow extra (in the test extra: CI has it)
+        from rankfusion import frame
+
+        for path in runs:
+            frame.write_parquet(frame.read_trec(path), tmp_path / (path.name + ".parquet"))
+        a, b = tmp_path / "a.run.parquet", tmp_path / "b.run.gz.parquet"
+    args = [{"TRACE": tmp_path / "t.jsonl", "OUT": tmp_path / "o.run"}.get(x, x) for x in args]
+    p = rankfusion("fuse", a, b, "-q", *args)
+    assert (p.returncode, p.stderr) == (1, f"rankfusion fuse: error: {FULL}: {NO_SPACE}\n")
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "o.run").exists()
+    assert [f.name for f in tmp_path.iterdir() if f.name.endswith(".tmp")] == []
+
+
+@needs_full
+def test_a_full_stdout_is_named_and_replaces_no_file(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 z 2\n1 0 y 1\n2 0 u 1\n")
+    out, trace = tmp_path / "out.run", tmp_path / "t.jsonl"
+    out.write_text("OLD\n")
+    trace.write_text("OLD TRACE\n")
+    error = f"rankfusion fuse: error: stdout: {NO_SPACE}\n"
+    # the --qrels table goes to stdout: -o is left as it was (docs/cli.md)
+    p = full_stdout_run("fuse", a, b, "-q", "--qrels", qrels, "-o", out)
+    assert (p.returncode, p.stderr) == (1, error)
+    assert out.read_text() == "OLD\n"
+    # the run goes to stdout: the trace is left as it was
+    p = full_stdout_run("fuse", a, b, "-q", "--trace", trace)
+    assert (p.returncode, p.stderr) == (1, error)
+    assert trace.read_text() == "OLD TRACE\n"
+    p = full_stdout_run("fuse", a, b, "-q")  # the native path
+    assert (p.returncode, p.stderr) == (1, error)
+    p = full_stdout_run("explain", a, b, "--query", "1", "-q")
+    assert (p.returncode, p.stderr) == (1, f"rankfusion explain: error: stdout: {NO_SPACE}\n")
+    assert [f.name for f in tmp_path.iterdir() if f.name.endswith(".tmp")] == []
+    # and once stdout takes it, both are replaced
+    p = rankfusion("fuse", a, b, "-q", "--qrels", qrels, "-o", out, "--trace", trace)
+    assert p.returncode == 0 and p.stdout.startswith("run ")
+    assert out.read_text().startswith("1 Q0 ") and trace.read_text().startswith("{")
+
+
+@needs_full
+def test_optimize_names_a_full_file_or_stdout(runs, tmp_path):
+    pytest.importorskip("ir_measures")
+    a, b = runs
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 z 2\n1 0 y 1\n2 0 u 1\n")
+    tune = ["optimize", a, b, "--qrels", qrels, "--method", "rrf", "--metric", "ndcg@10", "-q"]
+    table = tmp_path / "table.tsv"
+    for option in ("-o", "--table"):
+        other = ["--table", table] if option == "-o" else ["-o", tmp_path / "o.run"]
+        p = rankfusion(*tune, option, FULL, *other)
+        assert (p.returncode, p.stderr) == (1, f"rankfusion optimize: error: {FULL}: {NO_SPACE}\n")
+        assert not table.exists() and not (tmp_path / "o.run").exists()
+    p = full_stdout_run(*tune, "-o", tmp_path / "o.run")
+    assert (p.returncode, p.stderr) == (1, f"rankfusion optimize: error: stdout: {NO_SPACE}\n")
+    assert not (tmp_path / "o.run").exists()
+
+
+def test_the_command_runs_without_cyclic_garbage_collections(tmp_path, capsys):
+    """A run on the Python path is millions of objects and no reference cycles: a full
+    collection would stop the command for up to seconds, deaf to Ctrl-C, to find nothing. The
+    command runs with the collector off, and puts it back as it found it."""
+    import gc
+
+    from rankfusion.cli import main
+
+    run = tmp_path / "a.run"
+    run.write_text(run_text((q, f"d{d}", d + 1, 100.0 - d) for q in range(100) for d in range(100)))
+    out, trace = tmp_path / "o.run", tmp_path / "t.jsonl"
+    collections = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        assert gc.isenabled()
+        assert main(["fuse", str(run), str(run), "--trace", str(trace), "-o", str(out)]) == 0
+        assert collections == []  # 20,000 lines, traced: thousands of allocations
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            assert main(["fuse", str(run), str(run), "-o", str(out)]) == 0
+            assert not gc.isenabled()  # as it was
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(count)
+    assert out.read_text().startswith("0 Q0 ") and trace.read_text().startswith("{")

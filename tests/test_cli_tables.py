@@ -160,6 +160,8 @@ def test_bad_parquet_exits_1_naming_the_file(parquet_runs, tmp_path):
         ),
         "columns.parquet": pa.table({"query": ["1"], "doc": ["a"], "score": [1.0]}),
         "dup.parquet": pa.table({"qid": ["1", "1"], "docid": ["a", "a"], "score": [2.0, 1.0]}),
+        "strscore.parquet": pa.table({"qid": ["1", "1"], "docid": ["a", "b"], "score": ["2", "1"]}),
+        "floatdoc.parquet": pa.table({"qid": ["1", "1"], "docid": [1.5, 2.5], "score": [2.0, 1]}),
     }
     for name, table in cases.items():
         pq.write_table(table, tmp_path / name)
@@ -170,14 +172,18 @@ def test_bad_parquet_exits_1_naming_the_file(parquet_runs, tmp_path):
         "columns.parquet": "columns.parquet: no known run columns among 'query', 'doc', 'score'",
         "junk.parquet": "junk.parquet: ",
         "dup.parquet": "dup.parquet, row 1, column 'docid': query '1' has doc 'a' twice (first on row 0)",
+        "strscore.parquet": "strscore.parquet: column 'score' must hold numbers, got string",
+        "floatdoc.parquet": "floatdoc.parquet: column 'docid' must hold strings or integers, "
+        "got double",
     }
     for name, message in expected.items():
         args = ["--duplicates", "error"] if name == "dup.parquet" else []
-        done = rankfusion("fuse", bm25, tmp_path / name, "-o", tmp_path / "out.parquet", *args)
-        assert done.returncode == 1, (name, done.stderr)
-        assert message in done.stderr, (name, done.stderr)
-        assert "Traceback" not in done.stderr
-        assert not (tmp_path / "out.parquet").exists()
+        for out in ("out.parquet", "out.run"):  # Parquet out; TREC text out of a Parquet run
+            done = rankfusion("fuse", bm25, tmp_path / name, "-o", tmp_path / out, *args)
+            assert done.returncode == 1, (name, done.stderr)
+            assert message in done.stderr, (name, done.stderr)
+            assert "Traceback" not in done.stderr
+            assert not (tmp_path / out).exists()
 
 
 def test_without_pyarrow_parquet_is_a_usage_error(parquet_runs):

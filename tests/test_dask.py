@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -271,12 +273,25 @@ def spark_recipe():
     return after[start : after.index("```\n", start)]
 
 
+def java_version() -> int:
+    """The major version of the `java` on PATH (0: none)."""
+    java = shutil.which("java")
+    if java is None:
+        return 0
+    done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if found is None:
+        return 0
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major  # "1.8.0": Java 8
+
+
 def test_the_spark_recipe_where_pyspark_is_installed(tmp_path, monkeypatch):
-    """docs/dask.md's recipe, run on a local SparkSession, equals frame.fuse. pyspark is not a CI
-    dependency (a ~450 MB sdist that needs a JVM): this runs where it is installed."""
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("pyspark is installed but there is no JVM to run it")
+    """docs/dask.md's recipe, run on a local SparkSession, equals frame.fuse. pyspark is in the
+    test extra on Linux (CI runs this with the machine's Java 17)."""
+    pytest.importorskip("pyspark")  # in the test extra on Linux
+    if java_version() < 17:
+        pytest.skip("pyspark is installed but there is no Java 17+ to run Spark 4")
     from pyspark.sql import SparkSession
 
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # executors need rankfusion too
@@ -302,3 +317,80 @@ def test_the_spark_recipe_where_pyspark_is_installed(tmp_path, monkeypatch):
     got = pa.Table.from_pandas(fused, preserve_index=False)
     want = frame.fuse([pa.Table.from_pandas(df) for df in frames_of(rows)], **options)
     assert by_query(got) == by_query(want)
+
+
+# --- runs as a new user has them: indexed by the query, PyTerrier's names, wrong columns ------
+
+
+def test_runs_indexed_by_the_query_with_unknown_divisions(client, tmp_path):
+    """dd.read_parquet(..., index="qid") (dask's default: no divisions) and set_index(qid,
+    sort=False): the index is moved back to a column before the shuffle; the result equals the
+    same runs unindexed."""
+    _, rows, options, order = next(cases(13, 1, tmp_path))
+    frames = frames_of(rows)
+    plain = [dd.from_pandas(df, npartitions=2, sort=False) for df in frames]
+    want = from_dask(rfd.fuse(plain, order=order, **options))
+    paths = []
+    for i, df in enumerate(frames):
+        paths.append(tmp_path / f"run{i}.parquet")
+        df.to_parquet(paths[-1], index=False)
+    read = [dd.read_parquet(p, index="qid") for p in paths]
+    unsorted = [r.set_index("qid", sort=False) for r in plain]
+    for runs in (read, unsorted):
+        assert all(r.index.name == "qid" and not r.known_divisions for r in runs)
+        got = from_dask(rfd.fuse(runs, order=order, **options))
+        assert by_query(got) == by_query(want)
+        # the caller says the partitions hold the same queries (one partition each)
+        ones = [r.repartition(npartitions=1) for r in runs]
+        got = from_dask(rfd.fuse(ones, partitioned=True, order=order, **options))
+        assert by_query(got) == by_query(want)
+    # one long DataFrame indexed by the query
+    long = pd.concat([df.assign(system=i) for i, df in enumerate(frames)], ignore_index=True)
+    indexed = dd.from_pandas(long, npartitions=3, sort=False).set_index("qid", sort=False)
+    assert not indexed.known_divisions
+    names = list(range(len(frames)))
+    got = from_dask(rfd.fuse(indexed, run="system", run_order=names, order=order, **options))
+    assert by_query(got) == by_query(want)
+
+
+def test_columns_checked_when_fuse_is_called(client):
+    """A missing column or one of the wrong type is frame.fuse's error, raised by the call (not
+    on compute), naming the run; for runs indexed by the query too."""
+    df = pd.DataFrame({"qid": ["1", "1", "2"], "docid": ["a", "b", "a"], "score": [2.0, 1, 3]})
+    run = dd.from_pandas(df, npartitions=1)
+    docno = dd.from_pandas(df.rename(columns={"docid": "docno"}), npartitions=1)
+    with pytest.raises(frame.TableError) as caught:
+        rfd.fuse([docno, docno])
+    assert str(caught.value) == (
+        "runs[0], column 'docid': no such column (the table has 'qid', 'docno', 'score'); it "
+        "has pyterrier's names: pass **rankfusion.frame.PYTERRIER"
+    )
+    assert from_dask(rfd.fuse([docno, docno], **frame.PYTERRIER)).num_rows == 3
+    # indexed by the query with known divisions (aligned, no shuffle): docid missing
+    indexed = dd.from_pandas(df.set_index("qid", drop=False), npartitions=1)
+    lacking = dd.from_pandas(df.drop(columns="docid").set_index("qid", drop=False), npartitions=1)
+    assert indexed.known_divisions and lacking.known_divisions
+    with pytest.raises(frame.TableError, match=r"^runs\[1\], column 'docid': no such column"):
+        rfd.fuse([indexed, lacking])
+    with pytest.raises(frame.TableError, match=r"^runs\[1\], column 'docid': no such column"):
+        rfd.fuse([run, dd.from_pandas(df.drop(columns="docid"), npartitions=1)])
+    # the real types, and the run
+    strings = dd.from_pandas(df.assign(score=["1", "2", "3"]), npartitions=1)
+    with pytest.raises(TypeError) as caught:
+        rfd.fuse([run, strings])
+    assert str(caught.value) == "runs[1]: column 'score' must hold numbers, got large_string"
+    floats = dd.from_pandas(df.assign(docid=[1.5, 2.0, 3.0]), npartitions=1)
+    with pytest.raises(TypeError) as caught:
+        rfd.fuse([run, floats])
+    assert str(caught.value) == (
+        "runs[1]: column 'docid' must hold strings or integers, got double"
+    )
+    # as frame.fuse says it of the same tables
+    with pytest.raises(TypeError, match=r"runs\[1\]: column 'docid' must hold strings or int"):
+        frame.fuse([df, df.assign(docid=[1.5, 2.0, 3.0])])
+    # one long DataFrame: its run column too
+    long = dd.from_pandas(df.assign(system="a"), npartitions=1)
+    with pytest.raises(frame.TableError, match=r"^runs, column 'run': no such column"):
+        rfd.fuse(long, run="run", run_order=["a"])
+    with pytest.raises(TypeError, match=r"^runs: column 'score' must hold numbers, got bool"):
+        rfd.fuse(long.assign(score=True), run="system", run_order=["a"])

@@ -11,6 +11,7 @@ some runs lack and queries whose rows are not contiguous.
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import struct
 import subprocess
@@ -408,6 +409,55 @@ def test_dictionary_and_chunked_columns():
     assert frame.fuse([chunked, b]).equals(want, check_metadata=False)
 
 
+# a query's rows apart (1, 2, 1): grouping them takes rows out of order
+SCATTERED = {"qid": ["1", "2", "1", "2"], "docid": ["a", "c", "b", "a"], "score": [4.0, 3, 2, 1]}
+
+
+def test_string_view_ids_plain_and_as_dictionaries():
+    """string_view ids (what polars exports) and string_view dictionaries (polars'
+    Categorical): Arrow cannot take rows of them, so they are read as large_string."""
+    plain = [pa.table(SCATTERED), pa.table(RUN_B)]
+    want = frame.fuse(plain)
+
+    def view(t, name, dictionary):
+        col = t[name].cast(pa.string_view())
+        col = col.dictionary_encode() if dictionary else col
+        return t.set_column(t.schema.get_field_index(name), name, col)
+
+    for names in (["docid"], ["qid"], ["qid", "docid"]):
+        for dictionary in (False, True):
+            for which in ([0], [1], [0, 1]):
+                runs = list(plain)
+                for i in which:
+                    for name in names:
+                        runs[i] = view(runs[i], name, dictionary)
+                got = frame.fuse(runs)
+                assert got.cast(want.schema).equals(want, check_metadata=False), (names, which)
+                assert frame.fuse(runs, trace=True, tie_break="key").num_rows == want.num_rows
+
+
+def test_polars_frames_and_categoricals():
+    pl = pytest.importorskip("polars")  # in the test extra (CI has it)
+    want = frame.fuse([pa.table(SCATTERED), pa.table(RUN_B)])
+    a, b = pl.DataFrame(SCATTERED), pl.DataFrame(RUN_B)
+
+    def cat(df, *names):
+        return df.with_columns(*[pl.col(n).cast(pl.Categorical) for n in names])
+
+    for runs in (
+        [a, b],
+        [cat(a, "docid"), b],
+        [cat(a, "qid"), b],
+        [a, cat(b, "qid", "docid")],
+        [cat(a, "qid", "docid"), cat(b, "qid", "docid")],
+    ):
+        got = frame.fuse(runs)
+        assert got.cast(want.schema).equals(want, check_metadata=False)
+    holes = a.with_columns(pl.Series("docid", ["a", None, "b", "a"]).cast(pl.Categorical))
+    with pytest.raises(frame.TableError, match=r"runs\[0\], row 1, column 'docid': doc id is null"):
+        frame.fuse([holes, b])
+
+
 # --- bad tables -------------------------------------------------------------------------------
 
 
@@ -446,7 +496,7 @@ def with_column(columns, name, values):
         ),
         (
             with_column(RUN_B, "score", ["1", "2", "3"]),
-            TypeError,
+            frame.ColumnTypeError,
             r"runs\[1\]: column 'score' must hold numbers, got string",
         ),
         (
@@ -456,7 +506,7 @@ def with_column(columns, name, values):
         ),
         (
             with_column(RUN_B, "docid", [1.5, 2.0, 3.0]),
-            TypeError,
+            frame.ColumnTypeError,
             "column 'docid' must hold strings or integers, got double",
         ),
         (
@@ -473,6 +523,18 @@ def with_column(columns, name, values):
 def test_bad_tables(table, error, message):
     with pytest.raises(error, match=message):
         frame.fuse([pa.table(RUN_A), table])
+
+
+def test_a_column_of_the_wrong_type_carries_its_fields():
+    """ColumnTypeError is a TypeError whose fields say which run and column, and why; it
+    pickles (Dask sends it between processes)."""
+    with pytest.raises(frame.ColumnTypeError) as caught:
+        frame.fuse([pa.table(RUN_A), with_column(RUN_B, "score", ["1", "2", "3"])])
+    e = caught.value
+    assert isinstance(e, TypeError)
+    assert (e.run, e.column, e.reason) == ("runs[1]", "score", "must hold numbers, got string")
+    again = pickle.loads(pickle.dumps(e))
+    assert (type(again), str(again)) == (frame.ColumnTypeError, str(e))
 
 
 def test_a_null_row_is_named_across_chunks():

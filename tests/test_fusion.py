@@ -158,6 +158,8 @@ def test_the_core_method_table_is_the_references():
         want = ref.METHODS[name]
         assert (row.name, row.kind, row.weighted) == (name, want.kind, want.weighted), name
         assert (row.params, row.norm, row.fills) == (want.params, want.norm, want.fills), name
+        sums_terms = want.combine in ("sum", "times") and want.term != "points"
+        assert row.traced == sums_terms, name
     assert tuple(rf.NORMS) == ref.NORMS
     assert [n for n, row in rf.NORMS.items() if not row.reads_scores] == list(ref.RANK_NORMS)
     with pytest.raises(TypeError):
@@ -222,3 +224,37 @@ def test_numpy_bools_are_flags():
         hits = f([["a", "b"], ["b", "a"]], [[1.0, 2.0], [1.0, 2.0]])
         assert [h.key for h in hits] == ["a", "b"] and f.lower_is_better == (True, False)
         assert module.rrf([["a"]], trace=np.True_)[0].contributions is not None
+
+
+class Raising:
+    """A sequence setting whose own iterator raises."""
+
+    def __iter__(self):
+        raise RuntimeError("the caller's iterator")
+
+
+@pytest.mark.parametrize("impl", [rf, ref], ids=["core", "reference"])
+@pytest.mark.parametrize(
+    "settings, expected",
+    [
+        # An earlier mistake is reported first: the caller's object is never read.
+        (dict(method="sum", weights=Raising()), "weights is not used by method 'sum'"),
+        (dict(method="nope", k=Raising()), "method must be one of"),
+        (dict(method="wsum", norm="rank", lower_is_better=Raising()), "lower_is_better"),
+        # Reached in its turn: the caller's own exception, as it was.
+        (dict(weights=Raising()), RuntimeError("the caller's iterator")),
+        (dict(weights=Raising(), trace="x"), RuntimeError("the caller's iterator")),
+        (dict(method="wsum", lower_is_better=Raising()), RuntimeError("the caller's iterator")),
+    ],
+)
+def test_a_setting_that_raises_is_reported_in_its_turn(impl, settings, expected):
+    """The caller's exception while a setting is converted comes when the checker reaches that
+    setting, after any earlier mistake, the same in the core and the reference."""
+    if isinstance(expected, str):
+        with pytest.raises(rf.FusionError, match=expected):
+            impl.Fusion(**settings)
+        with pytest.raises(rf.FusionError, match=expected):
+            impl.fuse([["a"], ["b"]], **settings)
+    else:
+        with pytest.raises(type(expected), match=str(expected)):
+            impl.Fusion(**settings)

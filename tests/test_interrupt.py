@@ -38,6 +38,8 @@ WORKLOADS = [
     "fuse_str",
     "revalidate_batch",
     "fuse_run_files",
+    "compare",
+    "compare_bootstrap",
     "rrf_batch_all:raise",
     "rrf_batch_1:ignore",
 ]
@@ -161,12 +163,24 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_folder):
+@pytest.mark.parametrize("path", ["native", "trace", "qrels"])
+def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_folder, path):
+    """The native path, and the Python path (--trace, --qrels), whose runs are Python objects:
+    the message within a second, status 130, no file written (nor its temporary file)."""
     import resource  # Unix only
 
     # The run files the child sized for about 2 s of CPU of native fusion (more with the parsing).
     a, b = runs_folder / "0.run", runs_folder / "1.run"
     out = runs_folder / "fused.run"
+    trace = runs_folder / "trace.jsonl"
+    extra = []
+    if path == "trace":
+        extra = ["--trace", trace]
+    elif path == "qrels":
+        pytest.importorskip("ir_measures")  # the eval extra, in the test extra (CI has it)
+        qrels = runs_folder / "qrels.txt"
+        qrels.write_text("".join(f"{q} 0 d{q * 7} 1\n" for q in range(50)))
+        extra = ["--qrels", qrels]
     rankfusion = [sys.executable, "-m", "rankfusion"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
@@ -175,7 +189,7 @@ def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_fo
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     startup_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     child = subprocess.Popen(
-        [*rankfusion, "fuse", a, b, "-o", out, "-q"],
+        [*rankfusion, "fuse", a, b, "-o", out, "-q", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -203,5 +217,63 @@ def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_fo
     assert child.returncode == 130, stderr
     assert stderr == "rankfusion fuse: interrupted\n"
     assert stdout == ""
-    assert not out.exists()
+    assert not out.exists() and not trace.exists()
+    assert not [f for f in os.listdir(runs_folder) if f.endswith(".tmp")]
     assert latency < 1.0, latency
+
+
+def test_an_interrupted_command_ends_its_process_without_the_teardown(tmp_path):
+    """Ctrl-C ends the `rankfusion` process at once (os._exit) once its message is out, with
+    status 130: the interpreter's teardown, which would free every object read one by one
+    (up to seconds for a run on the Python path), never runs: an atexit function neither."""
+    run = tmp_path / "a.run"
+    run.write_text(
+        "".join(f"{q} Q0 d{d} {d + 1} {1000 - d} t\n" for q in range(300) for d in range(1000))
+    )
+    code = (
+        "import atexit, sys, time\n"
+        "atexit.register(lambda: sys.stderr.write('teardown\\n'))\n"
+        "from rankfusion import cli, trec\n"
+        "fuse = trec.fuse\n"
+        "def slow(*args, **kwargs):\n"  # the fusion, then a wait for the signal
+        "    fused = fuse(*args, **kwargs)\n"
+        "    print('fused', flush=True)\n"
+        "    time.sleep(60)\n"
+        "trec.fuse = slow\n"
+        f"sys.argv = ['rankfusion', 'fuse', {str(run)!r}, {str(run)!r}, '--trace', "
+        f"{str(tmp_path / 't.jsonl')!r}, '-o', {str(tmp_path / 'o.run')!r}, '-q']\n"
+        "sys.exit(cli.main())\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        assert child.stdout.readline() == "fused\n"
+        os.kill(child.pid, signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert (child.returncode, stderr) == (130, "rankfusion fuse: interrupted\n")
+    assert sorted(os.listdir(tmp_path)) == ["a.run"]
+
+
+def test_main_called_with_arguments_returns_130(tmp_path, monkeypatch, capsys):
+    """main(argv), called by a program (or a test) with its arguments, returns 130: it never
+    ends the caller's process."""
+    from rankfusion import cli, trec
+
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 d 1 1.0 t\n")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trec, "fuse", interrupted)
+    assert cli.main(["fuse", str(run), str(run), "--trace", str(tmp_path / "t.jsonl")]) == 130
+    assert capsys.readouterr().err == "rankfusion fuse: interrupted\n"
+    assert sorted(os.listdir(tmp_path)) == ["a.run"]

@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -240,8 +242,9 @@ def test_a_tie_longer_than_the_ranked_depth_is_fused_whole():
     fused = trec.to_dict(trec.fuse(runs, method="sum", norm="none"))
     whole = ir_measures.calc_aggregate([ir_measures.P @ 5], qrels, fused)[ir_measures.P @ 5]
     assert r.scores == (whole,) == (0.2,)
-    r = rankfusion.optimize(runs, qrels, method="sum", metric="P@5", grid={"norm": ["none"]},
-                            limit=30)  # fmt: skip
+    with pytest.warns(RuntimeWarning, match="every setting scores 0"):  # cut off: all 0
+        r = rankfusion.optimize(runs, qrels, method="sum", metric="P@5", grid={"norm": ["none"]},
+                                limit=30)  # fmt: skip
     cut = trec.to_dict(trec.fuse(runs, method="sum", norm="none", limit=30))
     assert "d39" not in cut["q"] and r.scores == (0.0,)  # the limit cuts it off, as -o would
 
@@ -491,10 +494,138 @@ def test_bad_arguments_name_the_argument(kwargs, error, match):
         rankfusion.optimize(call.pop("runs"), call.pop("qrels"), **call)
 
 
+def test_integral_gains_of_any_type_and_others_named():
+    """A qrels DataFrame gives numpy ints; a float column 1.0: both are gains, as the int they
+    equal; anything else is a TypeError naming the judgment (pytrec_eval named nothing)."""
+    import numpy as np
+
+    runs = [
+        {"1": trec.Ranking(["a", "b", "c"], [3.0, 2.0, 1.0])},
+        {"1": trec.Ranking(["c", "b"], [2.0, 1.0])},
+    ]
+    plain = {"1": {"b": 2, "c": 1, "z": 0}}
+    want = rankfusion.optimize(runs, plain, method="rrf", metric="ndcg@10")
+    assert want.best_score > 0
+    fused = trec.fuse(runs)
+    expected = trec.evaluate(fused, plain, "ndcg@10,P@2")
+    for gains in (
+        [np.int64(2), np.int32(1), np.uint8(0)],
+        [2.0, 1.0, 0.0],
+        [np.float64(2.0), np.float32(1.0), -0.0],
+    ):
+        qrels = {"1": dict(zip(["b", "c", "z"], gains))}
+        got = rankfusion.optimize(runs, qrels, method="rrf", metric="ndcg@10")
+        assert got.scores == want.scores
+        assert trec.evaluate(fused, qrels, "ndcg@10,P@2") == expected
+    for gain, shown in (
+        (1.5, "float 1.5"),
+        ("1", "str '1'"),
+        (True, "bool True"),
+        (np.True_, "numpy.bool np.True_"),
+        (math.nan, "float nan"),
+        (np.float64(math.inf), "numpy.float64 np.float64(inf)"),
+        (None, "NoneType None"),
+    ):
+        message = f"qrels['1']['c'] must be an integer gain, got {shown}"
+        qrels = {"1": {"b": 1, "c": gain}}
+        with pytest.raises(TypeError) as caught:
+            rankfusion.optimize(runs, qrels, method="rrf", metric="ndcg@10")
+        assert str(caught.value) == message
+        with pytest.raises(TypeError) as caught:
+            trec.evaluate(fused, qrels, "ndcg@10")
+        assert str(caught.value) == message
+
+
+def test_qrels_that_judge_nothing_of_the_runs_are_refused():
+    """Qrels whose queries no run holds ('001' against '1'), or that judge no document, would
+    make every setting score 0 and the "best" a pick of the grid's order: refused, naming
+    both sides; a table of zeros where the queries do meet is chosen from with a warning."""
+    runs = [{"1": trec.Ranking(["a", "b"], [2.0, 1.0])}, {"1": trec.Ranking(["b"], [1.0])}]
+    with pytest.raises(ValueError) as caught:
+        rankfusion.optimize(runs, {"001": {"a": 1}}, method="rrf", metric="ndcg@10")
+    assert str(caught.value) == (
+        "no judged query is in the runs: the qrels judge 1 query ('001'), the runs hold 1 "
+        "query ('1'); every setting would score 0"
+    )
+    with pytest.raises(ValueError) as caught:
+        rankfusion.optimize(runs, {"1": {}}, method="rrf", metric="ndcg@10")
+    assert str(caught.value) == (
+        "the qrels judge no document: their 1 query ('1') have no judgments; every setting "
+        "would score 0"
+    )
+    with pytest.warns(RuntimeWarning, match="every setting scores 0 on every judged query"):
+        r = rankfusion.optimize(runs, {"1": {"zz": 1}}, method="rrf", metric="ndcg@10")
+    assert r.best_index == 0 and set(r.scores) == {0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a table with one non-zero value: no warning
+        rankfusion.optimize(runs, {"1": {"b": 1}, "2": {"x": 1}}, method="rrf", metric="P@1")
+
+
+def test_the_command_refuses_or_warns_as_optimize_does(tmp_path, capsys):
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("001 0 a 1\n")
+    args = ["optimize", str(run), str(run), "--qrels", str(qrels), "--method", "rrf"]
+    out = tmp_path / "best.run"
+    code, _, err = run_cli([*args, "--metric", "P@1", "-o", str(out)], capsys)
+    assert code == 1 and not out.exists()
+    assert err == (
+        "rankfusion optimize: error: no judged query is in the runs: the qrels judge 1 query "
+        "('001'), the runs hold 1 query ('1'); every setting would score 0\n"
+    )
+    qrels.write_text("1 0 zz 1\n")
+    code, stdout, err = run_cli([*args, "--metric", "P@1"], capsys)
+    assert code == 0
+    assert err == (
+        "rankfusion: warning: every setting scores 0 on every judged query (P@1): the qrels "
+        "give nothing to choose by, and the best is merely the first setting of the grid\n"
+    )
+    assert "best (in-sample): k=10  P@1 0.0000" in stdout
+    code, _, err = run_cli([*args, "--metric", "P@1", "-q"], capsys)
+    assert (code, err) == (0, "")
+
+
+def test_a_bad_parquet_run_is_named_by_its_file(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good, strings, nan = (tmp_path / f"{n}.parquet" for n in ("good", "strings", "nan"))
+    pq.write_table(pa.table({"qid": ["q", "q"], "docid": ["a", "b"], "score": [2.0, 1.0]}), good)
+    pq.write_table(pa.table({"qid": ["q"], "docid": ["a"], "score": ["2"]}), strings)
+    pq.write_table(pa.table({"qid": ["q", "q"], "docid": ["a", "b"], "score": [1, math.nan]}), nan)
+    with pytest.raises(TypeError) as caught:
+        rankfusion.optimize([good, strings], QRELS, method="rrf", metric="P@1")
+    assert str(caught.value) == f"{strings}: column 'score' must hold numbers, got string"
+    with pytest.raises(ValueError) as caught:
+        rankfusion.optimize([good, nan], QRELS, method="rrf", metric="P@1")
+    assert str(caught.value) == f"{nan}, row 1, column 'score': score is NaN"
+
+
 def test_a_query_that_cannot_be_fused_is_named():
     runs = [{"q": trec.Ranking(["a"], [math.inf])}, {"q": trec.Ranking(["a"], [1.0])}]
     with pytest.raises(ValueError, match="query 'q' \\(weights=.*\\): .*finite"):
         rankfusion.optimize(runs, {"q": {"a": 1}}, method="wsum", metric="P@1")
+
+
+def test_the_python_example_of_the_docs_runs_as_written():
+    """docs/optimize.md's Python block, run from the repository's root on the shipped runs:
+    each print gives what its comment says (up to the comment's parenthesis)."""
+    collection("cranfield")
+    text = (ROOT / "docs" / "optimize.md").read_text()
+    after = text[text.index("<!-- optimize-example -->") :]
+    start = after.index("```python\n") + len("```python\n")
+    block = after[start : after.index("```\n", start)]
+    claims = [  # the comment, less a closing remark in words: "(in-sample)"
+        re.sub(r" \([a-z -]+\)$", "", line.split("  # ", 1)[1])
+        for line in block.splitlines()
+        if line.startswith("print(")
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", block], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == claims
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -540,6 +671,29 @@ def test_command_reports_and_writes_the_best_run(tmp_path, capsys):
     )  # fmt: skip
     assert code == 0, err
     assert best.read_bytes() == fused.read_bytes()
+
+
+def test_a_negative_seed_is_one_rule_in_python_and_the_command(tmp_path, capsys):
+    """Any integer seeds the folds: rankfusion.optimize(seed=-1) and --seed -1 alike, the
+    same folds; a seed that is not an integer is refused by both."""
+    folder = collection("cranfield")
+    files = [str(folder / "bm25.run.gz"), str(folder / "minilm.run.gz")]
+    qrels = str(folder / "qrels.txt")
+    r = rankfusion.optimize(files, qrels, method="rrf", metric="P@5", folds=3, seed=-1, limit=1000)
+    other = rankfusion.optimize(files, qrels, method="rrf", metric="P@5", folds=3, seed=1)
+    assert [f.queries for f in r.folds] != [f.queries for f in other.folds]
+    args = ["optimize", *files, "--qrels", qrels, "--method", "rrf", "--metric", "P@5"]
+    code, out, err = run_cli([*args, "--folds", "3", "--seed", "-1", "-q"], capsys)
+    assert code == 0, err
+    assert f"cross-validated (3 folds, seed -1): P@5 {r.cv_score:.4f}" in out
+    for f in r.folds:
+        assert f"{len(f.queries)}  k={f.choice['k']}" in out
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main([*args, "--folds", "3", "--seed", "1.5"])
+    assert exited.value.code == 2
+    assert "argument --seed: not an integer: '1.5'" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="seed must be an int"):
+        rankfusion.optimize(files, qrels, method="rrf", metric="P@5", seed=1.5)
 
 
 @pytest.mark.parametrize(

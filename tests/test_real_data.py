@@ -7,6 +7,7 @@ published in shared/data/README.md, and that the fusion beats both inputs.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,8 @@ def collection_dir(source: str, collection: str) -> Path:
     folder = SOURCES[source] / collection
     files = ["bm25.run.gz", "minilm.run.gz", "qrels.txt"]
     if not all((folder / f).is_file() for f in files):
-        pytest.skip(f"{folder} is absent")
+        where = "../shared/data beside the repository" if source == "shared" else "the repository"
+        pytest.skip(f"{folder} is absent (the {collection} collection of {where})")
     return folder
 
 
@@ -146,3 +148,32 @@ def test_command_on_real_runs(tmp_path, source, collection):
         assert ranking.scores == [h.score for h in expected]
     ranks = [line.split()[3] for line in out.read_text().splitlines() if line.startswith(f"{qid} ")]
     assert ranks == [str(i) for i in range(1, len(ranks) + 1)]
+
+
+def test_a_clone_without_shared_data_says_why_tests_skip(tmp_path):
+    """In a clone with no ../shared/data beside it (CI's), the summary names each skip's
+    reason (pytest's -rs, in pyproject.toml): the folder that is absent."""
+    clone = tmp_path / "clone"
+    (clone / "tests").mkdir(parents=True)
+    for name in ("conftest.py", "test_real_data.py"):
+        (clone / "tests" / name).write_bytes((ROOT / "tests" / name).read_bytes())
+    (clone / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
+    (clone / "data").symlink_to(ROOT / "data")
+    assert not (clone.parent / "shared").exists()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not clone"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for collection in PUBLISHED:
+        reason = (
+            f"{clone.parent / 'shared' / 'data' / collection} is absent (the {collection} "
+            "collection of ../shared/data beside the repository)"
+        )
+        found = re.search(r"SKIPPED \[\d+\] tests/test_real_data.py:\d+: (.*)", done.stdout)
+        assert found and reason in re.findall(r"test_real_data.py:\d+: (.*)", done.stdout), (
+            done.stdout
+        )

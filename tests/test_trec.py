@@ -664,3 +664,59 @@ def test_evaluate_counts_a_judged_query_missing_from_the_run_as_zero():
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     run = {"q1": Ranking(["a"], [1.0]), "q3": Ranking(["c"], [1.0])}
     assert trec.evaluate(run, qrels, "P@1") == {"P@1": 0.5}
+
+
+def test_evaluate_in_pieces_gives_ir_measures_values_bit_for_bit(monkeypatch):
+    """pytrec_eval holds the GIL for a whole run (no Ctrl-C until it returns): evaluate hands
+    it pieces of at most about _EVALUATE_ENTRIES entries, and adds each measure's values in the
+    order ir-measures adds them, so the means are ir-measures' own, bit for bit."""
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures.providers.pytrec_eval_provider import PytrecEvalInvoker
+
+    rng = random.Random(5)
+    qids = [f"q{i}" for i in rng.sample(range(400), 300)]
+    run = {}
+    for q in qids[:250]:  # 50 judged queries that the run lacks
+        n = rng.choice([0, 1, 3, 40])  # an empty ranking too
+        docs = [f"d{j}" for j in rng.sample(range(60), n)]
+        run[q] = Ranking(docs, [round(rng.uniform(-5, 5), 1) for _ in docs])
+    qrels = {q: {f"d{j}": rng.choice([0, 1, 2]) for j in rng.sample(range(60), 9)} for q in qids}
+    qrels.update({f"x{i}": {"d1": 1} for i in range(20)})  # judged, in no run
+    metrics = "ndcg@10,recall@100,map,P@5,RR,Rprec,nDCG,success@3,bpref"
+    measures = trec.parse_metrics(metrics)
+    want = ir_measures.calc_aggregate(measures, qrels, trec.to_dict(run))
+    sizes = []
+    evaluate = PytrecEvalInvoker.iter_calc
+
+    def recorded(self, piece):
+        sizes.append(sum(map(len, piece.values())))
+        return evaluate(self, piece)
+
+    monkeypatch.setattr(PytrecEvalInvoker, "iter_calc", recorded)
+    entries = sum(len(r.docids) for r in run.values())
+    for most in (1, 7, 100, entries, 10**9):
+        monkeypatch.setattr(trec, "_EVALUATE_ENTRIES", most)
+        sizes.clear()
+        got = trec.evaluate(run, qrels, metrics)
+        assert got == {str(m): want[m] for m in measures}, most
+        assert sum(sizes) >= entries  # every entry evaluated (once per invoker)
+        assert max(sizes) < most + 40  # a piece ends at the first query that fills it
+    monkeypatch.setattr(trec, "_EVALUATE_ENTRIES", 100)
+    sizes.clear()
+    trec.evaluate(run, qrels, "ndcg@10")
+    assert len(sizes) > entries // 140 and max(sizes) < 140
+
+
+def test_writing_into_a_missing_folder_names_the_file_asked_for(tmp_path):
+    """Not the temporary name it is written under (.NAME.XXXXXXXX.tmp)."""
+    target = tmp_path / "missing" / "out.run"
+    with pytest.raises(FileNotFoundError) as caught:
+        trec.write_run({"q": Ranking(["a"], [1.0])}, target)
+    assert caught.value.filename == str(target)
+    assert str(caught.value) == f"[Errno 2] No such file or directory: {str(target)!r}"
+    pa = pytest.importorskip("pyarrow")  # the arrow extra, in the test extra (CI has it)
+    from rankfusion import frame
+
+    with pytest.raises(FileNotFoundError) as caught:
+        frame.write_parquet(pa.table({"qid": ["q"]}), tmp_path / "missing" / "out.parquet")
+    assert caught.value.filename == str(tmp_path / "missing" / "out.parquet")

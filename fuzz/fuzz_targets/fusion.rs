@@ -184,7 +184,7 @@ fn query(u: &mut Unstructured<'_>) -> Result<Query> {
         lists.push(list);
     }
 
-    let method = u.choose(_core::fusion::METHODS)?.method;
+    let method = *u.choose(&m::MODELLED)?;
     let mut norm = None;
     if !method.is_rank_based() && method.info().own_norm.is_none() && u.arbitrary()? {
         norm = Some(u.choose(_core::fusion::NORMS)?.norm);

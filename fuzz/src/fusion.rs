@@ -223,6 +223,17 @@ pub fn best_possible(weights: &[f64], k: f64) -> Option<f64> {
     (best > 0.0 && best.is_finite()).then_some(best)
 }
 
+/// The methods this model computes (written out by hand, apart from the core's table, so that
+/// the fuzzer checks the table too): a method added to the table is fuzzed once it is here and
+/// in [`fuse`].
+pub const MODELLED: [Method; 22] = {
+    use Method::*;
+    [
+        Rrf, Rbc, Isr, LogIsr, LognIsr, Bordafuse, Condorcet, Sum, Wsum, Mnz, Anz, Gmnz, Max,
+        Min, Med, Wmnz, Mixed, Dbsf, RelativeScore, ArithmeticMean, GeometricMean, HarmonicMean,
+    ]
+};
+
 /// Whether the method's values come from the raw scores (the reference's `_reads_scores`).
 pub fn reads_scores(o: &Options) -> bool {
     !is_rank_based(o.method) && !matches!(o.norm, Norm::Rank | Norm::Borda)

@@ -8,9 +8,10 @@ Fusion (``Fusion``, the settings of a fusion checked once, and the functions ove
 revalidation (``revalidate``, ``revalidate_batch``, ``pool_size``) come straight from the core.
 Bad input raises ``FusionError`` (a ValueError) or ``FusionTypeError`` (a TypeError), whose
 attributes say what and where (``rankfusion.errors``). Tuning a fusion on qrels
-(``optimize``), the hybrid-search pipeline, the SQLite store and the reference are imported on
-first use, so that ``import rankfusion`` (and the
-``rankfusion`` command) stays quick.
+(``optimize``), comparing runs with paired significance tests (``compare``,
+``compare_per_query``: their statistics in the core, rust/stats/), the hybrid-search pipeline,
+the SQLite store and the reference are imported on first use, so that ``import rankfusion`` (and
+the ``rankfusion`` command) stays quick.
 """
 
 from importlib import import_module as _import_module
@@ -40,6 +41,7 @@ from .errors import FusionError, FusionTypeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import reference
+    from ._compare import ComparedPair, Comparison, compare, compare_per_query
     from ._optimize import FoldResult, OptimizeResult, fold_of, optimize
     from ._version import __version__ as __version__
     from .hybrid import HybridHit, KeywordIndex, RecordStore, VectorIndex, hybrid_search
@@ -59,6 +61,10 @@ _LAZY = {
     "OptimizeResult": ("._optimize", "OptimizeResult"),
     "FoldResult": ("._optimize", "FoldResult"),
     "fold_of": ("._optimize", "fold_of"),
+    "compare": ("._compare", "compare"),
+    "compare_per_query": ("._compare", "compare_per_query"),
+    "Comparison": ("._compare", "Comparison"),
+    "ComparedPair": ("._compare", "ComparedPair"),
     "__version__": ("._version", "__version__"),
 }
 
@@ -66,6 +72,8 @@ __all__ = [
     "METHODS",
     "NORMS",
     "BatchResult",
+    "ComparedPair",
+    "Comparison",
     "Contribution",
     "Document",
     "FoldResult",
@@ -83,6 +91,8 @@ __all__ = [
     "RevalidatedBatch",
     "SQLiteStore",
     "VectorIndex",
+    "compare",
+    "compare_per_query",
     "fuse",
     "fold_of",
     "fuse_batch",

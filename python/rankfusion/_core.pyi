@@ -275,6 +275,11 @@ class MethodInfo:
         """How a key's terms become its score."""
     @property
     def anchor(self) -> str: ...
+    @property
+    def traced(self) -> bool:
+        """Whether ``rankfusion.optimize`` scores its settings from one traced fusion (a sum of
+        terms of one list's rank or value each, perhaps times a factor of the lists holding
+        the key)."""
 
 @final
 class NormInfo:
@@ -501,3 +506,58 @@ class _Trace:
         ``cutoff`` (its hits whose score as a C float is at least its cutoff-th's) when given.
         A setting that the checker refuses, that cannot be scored from a trace, or that cannot be
         fused raises FusionError / FusionTypeError with ``setting_index`` set to its index."""
+
+# Private helpers of rankfusion.compare (not part of the API; rust/py/compare.rs). Their
+# argument errors are FusionTypeError / FusionError naming the argument, as the API's.
+_TESTS: tuple[str, ...]  # the paired tests' names
+_CORRECTIONS: tuple[str, ...]  # the corrections' names
+_MAX_PERMUTATIONS: int
+
+def _paired_tests(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    streams: npt.NDArray[np.uint64],
+    *,
+    test: str,
+    permutations: int,
+    seed: int,
+    confidence: float,
+    threads: Optional[int] = None,
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]:
+    """``(delta, p, effect_size, low, high, wins, ties, losses)``: the paired test of row t of
+    ``x`` (T, n) against row t of ``y``, drawing from stream ``streams[t]`` of ``seed``, with
+    the GIL released (NaN where undefined: docs/semantics.md, "Comparing runs"). FusionTypeError
+    for an argument of a wrong type; FusionError for a value the core refuses (shapes that do
+    not agree, ``permutations`` outside 1..2**40, ``confidence`` outside (0, 1), the t-test with
+    one query; a value that is not finite, at ``list`` = its row and ``rank`` = its query + 1);
+    KeyboardInterrupt when interrupted."""
+
+def _correct(p: npt.NDArray[np.float64], method: str) -> npt.NDArray[np.float64]:
+    """The family ``p`` corrected by ``method`` (one of ``_CORRECTIONS``), in order."""
+
+def _row_means(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row's values added left to right from 0.0, over their number. FusionError when
+    ``values`` has no columns."""
+
+def _exact(n: int, permutations: int) -> bool:
+    """Whether the randomization test of n queries enumerates every sign vector
+    (``2**n <= permutations``)."""
+
+__all__ += [
+    "_CORRECTIONS",
+    "_MAX_PERMUTATIONS",
+    "_TESTS",
+    "_correct",
+    "_exact",
+    "_paired_tests",
+    "_row_means",
+]

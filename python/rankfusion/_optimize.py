@@ -31,6 +31,7 @@ import itertools
 import math
 import numbers
 import os
+import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -390,7 +391,7 @@ def _qrels(qrels: Any) -> trec.Qrels:
     for qid, judged in qrels.items():
         if not isinstance(judged, Mapping):
             raise TypeError(f"qrels[{qid!r}] must be a mapping {{docid: gain}}")
-        out[str(qid)] = {str(d): g for d, g in judged.items()}
+        out[str(qid)] = {str(d): trec._gain(g, qid, d) for d, g in judged.items()}
     if not out:
         raise ValueError("qrels is empty: no query to evaluate")
     return out
@@ -405,7 +406,8 @@ def _as_run(run: Any, i: int, order: str, read_duplicates: str) -> Mapping[str, 
         if name.endswith((".parquet", ".pq")):
             from . import frame
 
-            return frame.to_run(frame.read_table(run), order=order, duplicates=read_duplicates)
+            table, path = frame.read_table(run), os.fspath(run)  # errors name the file
+            return frame._to_run(table, path, "qid", "docid", "score", order, read_duplicates)
         return trec.read_run(
             run,
             order="file" if order == "file" else "score",
@@ -434,6 +436,42 @@ def _as_run(run: Any, i: int, order: str, read_duplicates: str) -> Mapping[str, 
         order=order,
         duplicates=read_duplicates,
     )
+
+
+def _shown_ids(ids: Sequence[Any], n: int = 5) -> str:
+    """``3 queries ('1', '2', '3')``: how many, and the first ``n``."""
+    shown = ", ".join(map(repr, ids[:n])) + (", ..." if len(ids) > n else "")
+    return f"{len(ids)} quer{'y' if len(ids) == 1 else 'ies'} ({shown})"
+
+
+def _check_judged(judged: trec.Qrels, present: Sequence[str], runs: Sequence[Any]) -> None:
+    """A ValueError when no setting could score anything but 0 for want of judgments: the
+    qrels judge no document, or no query that the runs hold (``'001'`` against ``'1'``)."""
+    if not any(judged.values()):
+        raise ValueError(
+            f"the qrels judge no document: their {_shown_ids(list(judged))} have no "
+            "judgments; every setting would score 0"
+        )
+    if not any(judged[q] for q in present):
+        held: Dict[str, None] = {}
+        for run in runs:
+            held.update(dict.fromkeys(run))
+        with_judgments = [q for q in judged if judged[q]]
+        raise ValueError(
+            f"no judged query is in the runs: the qrels judge {_shown_ids(with_judgments)}, "
+            f"the runs hold {_shown_ids(list(held))}; every setting would score 0"
+        )
+
+
+def _all_zero(result: "OptimizeResult") -> Optional[str]:
+    """What to say when every setting scores 0 on every query (the best is then chosen by
+    nothing but its place in the grid), else None."""
+    if result.per_query.size and not result.per_query.any():
+        return (
+            f"every setting scores 0 on every judged query ({result.metric}): the qrels give "
+            "nothing to choose by, and the best is merely the first setting of the grid"
+        )
+    return None
 
 
 def _check_seed(seed: Any) -> int:
@@ -663,7 +701,10 @@ def optimize(
       ``fuse_batch``'s.
 
     Ties in the mean go to the first setting in grid order (ranx's ``optimize_fusion`` takes
-    the last). Raises TypeError / ValueError naming a bad argument (every setting of the grid is
+    the last); when every setting scores 0 on every query a RuntimeWarning says that the
+    best was chosen by nothing. Raises ValueError when the qrels judge no document, or no query
+    that a run holds (``'001'`` against ``'1'``: every setting would score 0), TypeError /
+    ValueError naming a bad argument (every setting of the grid is
     checked as ``fuse`` checks it, before any is fused), what the readers raise for bad files
     (``TrecFormatError``, ``frame.TableError``), ValueError ``"query 'q' (setting): ..."`` for
     a query that a setting cannot fuse (its message is ``fuse``'s: a score that overflows, a raw
@@ -684,7 +725,11 @@ def optimize(
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     judged = _qrels(qrels)
-    return _search(plan, runs, judged, _check_folds(folds, len(judged)), progress, threads)
+    result = _search(plan, runs, judged, _check_folds(folds, len(judged)), progress, threads)
+    zero = _all_zero(result)
+    if zero is not None:
+        warnings.warn(zero, RuntimeWarning, stacklevel=2)
+    return result
 
 
 class _Plan(NamedTuple):
@@ -775,7 +820,9 @@ def _search(
 
     read_duplicates = "error" if fixed.get("duplicates") == "error" else "keep"
     rankings = [_as_run(r, i, plan.order, read_duplicates) for i, r in enumerate(runs)]
-    names, blocks = _matrices(rankings, [q for q in queries if any(q in r for r in rankings)])
+    present = [q for q in queries if any(q in r for r in rankings)]
+    _check_judged(judged, present, rankings)
+    names, blocks = _matrices(rankings, present)
     del rankings
     doc_ids = np.array(names, dtype=object)
 
@@ -845,14 +892,9 @@ def _search(
 # and the parameter each tunes besides the weights.
 _TRACED: Mapping[str, Optional[str]] = MappingProxyType(
     {
-        "rrf": "k",
-        "rbc": "phi",
-        "logn_isr": "sigma",
-        "gmnz": "gamma",
-        "wsum": None,
-        "relative_score": None,
-        "mixed": None,
-        "wmnz": None,
+        name: next((p for p in row.params if p != "normalize"), None)
+        for name, row in METHODS.items()
+        if row.traced
     }
 )
 # A batch of settings scored at once holds at most about this many hits.
@@ -956,8 +998,10 @@ def _traced_runs(
                     for qid, n in zip(qids, counts[s]):
                         run[qid] = dict(itertools.islice(pairs, n))
                 yield run
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # interrupted, closed: what runs finishes on its own, unwaited for
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _fused_runs(
@@ -1023,8 +1067,10 @@ def _fused_runs(
                     run[qids[row]] = ranking  # a row fused again whole comes later
             del fused
             yield run
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # interrupted, closed: what runs finishes on its own, unwaited for
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _query_error(e: FusionError, qids: List[str], names: Any, setting: Setting) -> FusionError:

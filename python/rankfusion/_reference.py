@@ -8,7 +8,8 @@ Nothing here is optimised. Every step is written the way the contract states it.
 types; errors and argument conversion; the method table; ``Fusion``, the settings of a fusion
 (``fuse``, ``rrf``, the batch functions and ``rrf_many`` are calls of one); the fusion itself
 (scan, normalisation, each key's score, order); candidate revalidation (``revalidate``,
-``pool_size``, ``revalidate_batch``).
+``pool_size``, ``revalidate_batch``); comparing runs (``compare_per_query``: the paired tests,
+their random streams, Student's t, the corrections).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import itertools
 import math
 import numbers
 import operator
+import sys
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Optional, Sequence
@@ -36,6 +38,8 @@ __all__ = [
     "Revalidated",
     "RevalidatedBatch",
     "canonical_sum",
+    "compare_per_query",
+    "ComparedPair",
     "fuse",
     "fuse_batch",
     "pool_size",
@@ -1452,3 +1456,447 @@ def revalidate_batch(
         out_ids[q, : len(row)] = [x for x, _ in row]
         out_scores[q, : len(row)] = [s for _, s in row]
     return RevalidatedBatch(out_ids, out_scores, counts)
+
+
+# === Comparing runs: paired tests ================================================================
+# docs/semantics.md, "Comparing runs". compare_per_query tests each (system, baseline, metric) of
+# a family on per-query values, then corrects the family's p-values. Every sum is a loop from
+# 0.0 in query (or draw) order, and the random draws come from one xoshiro256** stream per test,
+# so the Rust core (rust/stats/) computes the same bits.
+
+TESTS = ("randomization", "t", "bootstrap")
+CORRECTIONS = ("none", "bonferroni", "holm", "bh")
+MAX_PERMUTATIONS = 2**40
+_MASK = 2**64 - 1
+
+
+class ComparedPair(NamedTuple):
+    """One test of a comparison: ``system`` against ``baseline`` (run names) on ``metric``.
+
+    ``delta`` = system mean - baseline mean; ``p`` the test's two-sided p-value, ``p_corrected``
+    the family's corrected one, ``significant`` = ``p_corrected <= alpha``; ``effect_size`` the
+    paired Cohen's d (mean difference over the differences' standard deviation, None when they
+    have none); ``ci`` the interval of the mean difference, ``(low, high)`` (None with one
+    query); ``wins``/``ties``/``losses`` the queries where the system is above/equal/below."""
+
+    system: str
+    baseline: str
+    metric: str
+    delta: float
+    p: float
+    p_corrected: float
+    significant: bool
+    effect_size: Optional[float]
+    ci: Optional[tuple]
+    wins: int
+    ties: int
+    losses: int
+
+
+def _total(values: Iterable[float]) -> float:
+    """The sum from 0.0, left to right (Python's sum() may compensate: not this)."""
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
+def _mean(values: Sequence[float]) -> float:
+    return _total(values) / len(values)
+
+
+# --- the random stream: xoshiro256** seeded by SplitMix64 ---
+
+
+def _splitmix(seed: int, i: int) -> int:
+    """The i-th output (1-based) of SplitMix64 started at seed."""
+    z = (seed + i * 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def _rotl(x: int, k: int) -> int:
+    return ((x << k) | (x >> (64 - k))) & _MASK
+
+
+class _Stream:
+    """Test t's xoshiro256** stream: its state is SplitMix64's outputs 4t+1 .. 4t+4."""
+
+    def __init__(self, seed: int, test: int) -> None:
+        self.s = [_splitmix(seed, 4 * test + k) for k in (1, 2, 3, 4)]
+
+    def next(self) -> int:
+        s = self.s
+        result = (_rotl((s[1] * 5) & _MASK, 7) * 9) & _MASK
+        t = (s[1] << 17) & _MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = _rotl(s[3], 45)
+        return result
+
+
+# --- the tests ---
+
+
+def _exact(n: int, permutations: int) -> bool:
+    return 2**n <= permutations
+
+
+def _signed_sum(d: Sequence[float], words: Sequence[int]) -> float:
+    """sum of d[i], negated where bit i % 64 of words[i // 64] is set."""
+    return _total(-v if words[i // 64] >> (i % 64) & 1 else v for i, v in enumerate(d))
+
+
+def _randomization(d: Sequence[float], permutations: int, stream: _Stream) -> float:
+    """The share of sign vectors whose |sum| reaches the observed |sum| less the rounding
+    tolerance n * sum|d| * 2**-52: every vector when 2**n <= permutations, else `permutations`
+    vectors of ceil(n / 64) words each, with the +1 of the observed vector."""
+    n = len(d)
+    threshold = abs(_total(d)) - n * _total(abs(v) for v in d) * 2.0**-52
+    if _exact(n, permutations):
+        count = sum(abs(_signed_sum(d, [b])) >= threshold for b in range(2**n))
+        return count / 2**n
+    width = (n + 63) // 64
+    count = 0
+    for _ in range(permutations):
+        words = [stream.next() for _ in range(width)]
+        count += abs(_signed_sum(d, words)) >= threshold
+    return (count + 1) / (permutations + 1)
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """numpy's 'linear' quantile of sorted values."""
+    h = (len(ordered) - 1) * q
+    j = math.floor(h)
+    if j >= len(ordered) - 1:
+        return ordered[-1]
+    return ordered[j] + (h - j) * (ordered[j + 1] - ordered[j])
+
+
+def _bootstrap(d: Sequence[float], resamples: int, confidence: float, stream: _Stream) -> tuple:
+    """(p, low, high): resample j of query b is d[word * n >> 64]; the resample means' share on
+    the far side of 0 (doubled, +1 each) and their percentile interval."""
+    n = len(d)
+    means = []
+    for _ in range(resamples):
+        means.append(_total(d[stream.next() * n >> 64] for _ in range(n)) / n)
+    smaller = min(sum(m <= 0.0 for m in means), sum(m >= 0.0 for m in means)) + 1
+    p = min(1.0, 2.0 * smaller / (resamples + 1))
+    means.sort()
+    tail = (1.0 - confidence) / 2.0
+    return p, _quantile(means, tail), _quantile(means, 1.0 - tail)
+
+
+# --- Student's t: the tail I_x(nu/2, 1/2) by its continued fraction, and its inverse ---
+
+_LANCZOS = (
+    0.99999999999980993,
+    676.5203681218851,
+    -1259.1392167224028,
+    771.32342877765313,
+    -176.61502916214059,
+    12.507343278686905,
+    -0.13857109526572012,
+    9.9843695780195716e-6,
+    1.5056327351493116e-7,
+)
+_LANCZOS_G = 7.0
+_HALF_LN_2PI = 0.91893853320467274
+
+
+def _lanczos_sum(z: float) -> float:
+    total = _LANCZOS[0]
+    k = 1.0
+    for c in _LANCZOS[1:]:
+        total += c / (z - 1.0 + k)
+        k += 1.0
+    return total
+
+
+def _ln_beta(a: float, b: float) -> float:
+    """ln B(a, b) from the Lanczos approximation, its large terms cancelled by hand."""
+    half_g = _LANCZOS_G - 0.5
+    c = a + b
+    tb = b + half_g
+    tc = c + half_g
+    return (
+        _HALF_LN_2PI
+        - half_g
+        + (a - 0.5) * math.log1p(-b / tc)
+        - b * math.log(tc)
+        + (b - 0.5) * math.log(tb)
+        + math.log(_lanczos_sum(a) * _lanczos_sum(b) / _lanczos_sum(c))
+    )
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of I_x(a, b) (modified Lentz)."""
+
+    def tiny(v: float) -> float:
+        return 1e-300 if abs(v) < 1e-300 else v
+
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = 1.0
+    d = 1.0 / tiny(1.0 - qab * x / qap)
+    h = d
+    m = 1.0
+    for _ in range(100_000):
+        m2 = 2.0 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 / tiny(1.0 + aa * d)
+        c = tiny(1.0 + aa / c)
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 / tiny(1.0 + aa * d)
+        c = tiny(1.0 + aa / c)
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < 1e-15:
+            break
+        m += 1.0
+    return h
+
+
+def _t_tail(t: float, nu: float) -> float:
+    """P(|T| >= t), T Student's t with nu degrees of freedom, t >= 0."""
+    t2 = t * t
+    if math.isinf(t2):
+        return 0.0
+    a, b = 0.5 * nu, 0.5
+    x = nu / (nu + t2)
+    y = t2 / (nu + t2)
+    front = math.exp(a * -math.log1p(t2 / nu) + b * (math.log(y) if y > 0.0 else -math.inf)
+                     - _ln_beta(a, b))  # fmt: skip
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, y) / b
+
+
+def _t_quantile(tail: float, nu: float) -> float:
+    """The t >= 0 with P(|T| >= t) = tail: bisection to neighbouring floats."""
+    lo, hi = 0.0, 1.0
+    while _t_tail(hi, nu) > tail and hi < sys.float_info.max / 2.0:
+        lo, hi = hi, hi * 2.0
+    for _ in range(2000):
+        mid = lo + (hi - lo) / 2.0
+        if mid <= lo or mid >= hi:
+            break
+        if _t_tail(mid, nu) > tail:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _t_test(mean_d: float, sd: float, n: int) -> float:
+    se = sd / math.sqrt(n)
+    if se == 0.0:
+        return 1.0 if mean_d == 0.0 else 0.0
+    return _t_tail(abs(mean_d / se), n - 1.0)
+
+
+def _paired(x, y, test, permutations, confidence, t_quantile, stream) -> tuple:
+    """(delta, p, effect_size, ci, wins, ties, losses) of x (system) against y (baseline)."""
+    n = len(x)
+    d = [a - b for a, b in zip(x, y)]
+    mean_d = _mean(d)
+    sd = math.sqrt(_total((v - mean_d) * (v - mean_d) for v in d) / (n - 1.0)) if n > 1 else None
+    effect_size = mean_d / sd if sd else None
+    ci = None
+    if sd is not None:
+        half = t_quantile * (sd / math.sqrt(n))
+        ci = (mean_d - half, mean_d + half)
+    if test == "randomization":
+        p = _randomization(d, permutations, stream)
+    elif test == "t":
+        p = _t_test(mean_d, sd, n)
+    else:
+        p, low, high = _bootstrap(d, permutations, confidence, stream)
+        ci = (low, high)
+    wins = sum(a > b for a, b in zip(x, y))
+    ties = sum(a == b for a, b in zip(x, y))
+    return _mean(x) - _mean(y), p, effect_size, ci, wins, ties, n - wins - ties
+
+
+# --- corrections: statsmodels' multipletests arithmetic ---
+
+
+def _correct(p: Sequence[float], method: str) -> list:
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out = list(p)
+    if method == "bonferroni":
+        out = [min(1.0, v * m) for v in p]
+    elif method == "holm":  # k-th smallest times (m - k), running maximum
+        running = -math.inf
+        for k, i in enumerate(order):
+            running = max(running, (m - k) * p[i])
+            out[i] = min(1.0, running)
+    elif method == "bh":  # k-th smallest over (k + 1) / m, running minimum from the largest
+        running = math.inf
+        for k in reversed(range(m)):
+            i = order[k]
+            running = min(running, p[i] / ((k + 1) / m))
+            out[i] = min(1.0, running)
+    return out
+
+
+# --- the argument checks and the family ---
+# Each bad argument is a FusionTypeError / FusionError whose ``argument`` names it: a per-query
+# value's is located at its query (``qid``), an item of ``pairs`` at its index (``list``).
+
+
+def _per_query_table(per_query: Any) -> tuple:
+    """(metrics, names, queries, values[metric][name] as lists in query order)."""
+    if not isinstance(per_query, Mapping):
+        raise _bad_type("per_query", "per_query must be a mapping {metric: {name: {qid: value}}}, "
+                        f"got {type(per_query).__name__}")  # fmt: skip
+    if not per_query:
+        raise _bad_value("per_query", "per_query has no metric")
+    metrics = [str(m) for m in per_query]
+    names: Optional[list] = None
+    queries: Optional[list] = None
+    values: dict = {}
+    for metric, runs in zip(metrics, per_query.values()):
+        if not isinstance(runs, Mapping):
+            raise _bad_type("per_query", f"per_query[{metric!r}] must be a mapping "
+                            f"{{name: {{qid: value}}}}, got {type(runs).__name__}")  # fmt: skip
+        if names is None:
+            names = [str(name) for name in runs]
+            if len(names) < 2:
+                raise _bad_value("per_query", f"compare needs at least two runs, got {len(names)}")
+            if len(set(names)) != len(names):
+                raise _bad_value("per_query", f"run names must be distinct, got {names}")
+        elif [str(name) for name in runs] != names:
+            raise _bad_value("per_query", f"per_query[{metric!r}] has other runs than the first "
+                             "metric")  # fmt: skip
+        values[metric] = {}
+        for name, scores in zip(names, runs.values()):
+            where = f"per_query[{metric!r}][{name!r}]"
+            if isinstance(scores, Mapping):
+                pairs = list(scores.items())
+            elif isinstance(scores, (str, bytes)) or not isinstance(scores, Iterable):
+                raise _bad_type("per_query", f"{where} must be a mapping {{qid: value}} or a "
+                                f"sequence of values, got {type(scores).__name__}")  # fmt: skip
+            else:
+                pairs = list(enumerate(scores))  # the queries are the positions
+            if queries is None:
+                queries = [q for q, _ in pairs]
+                if not queries:
+                    raise _bad_value("per_query", f"{where} has no query")
+            got = dict(pairs)
+            if len(got) != len(queries) or any(q not in got for q in queries):
+                raise _bad_value("per_query", f"{where} does not hold the same queries as the "
+                                 "first run")  # fmt: skip
+            values[metric][name] = [_per_query_value(got[q], where, q) for q in queries]
+    return metrics, names, queries, values
+
+
+def _per_query_value(value: Any, where: str, qid: Any) -> float:
+    try:
+        return _real(value, where)
+    except (FusionError, FusionTypeError) as e:
+        raise e.located(argument="per_query", qid=qid) from None
+
+
+def _run_index(value: Any, names: list, what: str) -> int:
+    """A run given by its name or its index."""
+    if isinstance(value, str):
+        if value not in names:
+            raise _bad_value(what, f"{what} {value!r} is not one of the runs {names}")
+        return names.index(value)
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise _bad_type(what, f"{what} must be a run's name (str) or index (int), got "
+                        f"{_describe(value)}")  # fmt: skip
+    if not 0 <= operator.index(value) < len(names):
+        raise _bad_value(what, f"{what} must be a run's name or an index below {len(names)}, "
+                         f"got {operator.index(value)}")  # fmt: skip
+    return operator.index(value)
+
+
+def _tested_pairs(names: list, baseline: Any, pairs: Any) -> list:
+    """(system, baseline) indices: every run against the baseline, the given pairs, or every
+    pair i < j as (j, i)."""
+    if baseline is not None and pairs is not None:
+        raise _bad_value("pairs", "give baseline or pairs, not both")
+    if baseline is not None:
+        b = _run_index(baseline, names, "baseline")
+        return [(s, b) for s in range(len(names)) if s != b]
+    if pairs is None:
+        return [(j, i) for i in range(len(names)) for j in range(i + 1, len(names))]
+    out = []
+    for k, pair in enumerate(_as_list(pairs, "pairs")):
+        pair = _as_list(pair, f"pairs[{k}]")
+        if len(pair) != 2:
+            raise _bad_value(f"pairs[{k}]", f"pairs[{k}] must be a (system, baseline) pair, "
+                             f"got {len(pair)} items")  # fmt: skip
+        s, b = (_run_index(v, names, f"pairs[{k}]") for v in pair)
+        if s == b:
+            raise _bad_value(f"pairs[{k}]", f"pairs[{k}] compares {names[s]!r} with itself")
+        out.append((s, b))
+    if not out:
+        raise _bad_value("pairs", "pairs is empty: nothing to compare")
+    return out
+
+
+def _check_settings(test, permutations, seed, correction, alpha, confidence, n_queries) -> tuple:
+    test = _choice(test, "test", TESTS)
+    permutations = _integer(permutations, "permutations", 1)
+    if permutations > MAX_PERMUTATIONS:
+        raise _bad_value("permutations", f"permutations must be at most 2**40, got {permutations}")
+    seed = _integer(seed, "seed", 0)
+    if seed > _MASK:
+        raise _bad_value("seed", f"seed must be below 2**64, got {seed}")
+    correction = _choice(correction, "correction", CORRECTIONS)
+    alpha = _real(alpha, "alpha")
+    if not 0.0 <= alpha <= 1.0:
+        raise _bad_value("alpha", f"alpha must be between 0 and 1, got {alpha!r}")
+    confidence = _real(confidence, "confidence")
+    if not 0.0 < confidence < 1.0:
+        raise _bad_value("confidence", "confidence must be between 0 and 1 (exclusive), got "
+                         f"{confidence!r}")  # fmt: skip
+    if test == "t" and n_queries < 2:
+        raise _bad_value("test", f"the t-test needs at least 2 queries, got {n_queries}")
+    return test, permutations, seed, correction, alpha, confidence
+
+
+def compare_per_query(
+    per_query: Mapping[Any, Mapping[Any, Any]],
+    *,
+    baseline: Any = None,
+    pairs: Any = None,
+    test: str = "randomization",
+    permutations: int = 100_000,
+    seed: int = 0,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+) -> list:
+    """The tests of ``rankfusion.compare_per_query``, as its ``.pairs``: one
+    :class:`ComparedPair` per tested (system, baseline) pair and metric, pair after pair (every
+    run against ``baseline``; the ``pairs`` given; or, by default, every pair of runs i < j as
+    run j against run i), each pair's metrics in order. Test t of that family draws from stream
+    t of ``seed``; the family's p-values are corrected together."""
+    metrics, names, queries, values = _per_query_table(per_query)
+    tested = _tested_pairs(names, baseline, pairs)
+    test, permutations, seed, correction, alpha, confidence = _check_settings(
+        test, permutations, seed, correction, alpha, confidence, len(queries)
+    )
+    n = len(queries)
+    t_quantile = _t_quantile(1.0 - confidence, n - 1.0) if n > 1 else None
+    family = []
+    for s, b in tested:
+        for metric in metrics:
+            stream = _Stream(seed, len(family))
+            x, y = values[metric][names[s]], values[metric][names[b]]
+            outcome = _paired(x, y, test, permutations, confidence, t_quantile, stream)
+            family.append((names[s], names[b], metric, outcome))
+    corrected = _correct([outcome[1] for *_, outcome in family], correction)
+    return [
+        ComparedPair(system, base, metric, delta, p, pc, pc <= alpha, effect, ci, w, t, loss)
+        for (system, base, metric, (delta, p, effect, ci, w, t, loss)), pc in zip(family, corrected)
+    ]

@@ -2,20 +2,22 @@
 
 Exit status: 0 success; 2 bad usage (an unknown option, a bad value, a missing input file, an
 unknown metric, an option whose extra is not installed); 1 bad data (a malformed line, a corrupt
-gzip file, a query or doc that is not there, an I/O error while reading or writing). On any error
-nothing is written: every output file is written under a temporary name and renamed into place
-only after everything succeeded. See docs/cli.md.
+gzip file, a query or doc that is not there, an I/O error while reading or writing); 141 the
+reader of stdout went away (``| head``: quietly, as a process SIGPIPE ends); 130 interrupted. On
+any error nothing is written: every output file is written under a temporary name and renamed
+into place only after everything succeeded. See docs/cli.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import io
 import math
 import os
-import re
 import sys
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import trec
 
@@ -76,6 +78,11 @@ examples:
 """
 
 
+EXIT_BROKEN_PIPE = 141
+"""The exit status when the reader of stdout goes away (``| head``): 128 + SIGPIPE, what a shell
+reports for cat, seq or grep ended by SIGPIPE there."""
+
+
 class UsageError(Exception):
     """A command line that cannot be carried out: exit status 2."""
 
@@ -116,6 +123,14 @@ def _int_at_least(minimum: int):
 
     parse.__name__ = f"integer >= {minimum}"
     return parse
+
+
+def _integer(text: str) -> int:
+    """Any integer (``--seed``: negative too, as ``rankfusion.optimize(seed=...)`` takes)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def _weights(text: str) -> List[float]:
@@ -247,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fuse, explain and evaluate TREC runs with Reciprocal Rank Fusion and "
         "21 other rank- and score-based methods: fast and deterministic.",
         epilog="Run 'rankfusion COMMAND --help' for a command's options and examples. "
-        "Exit status: 0 ok, 1 bad data, 2 bad usage.",
+        "Exit status: 0 ok, 1 bad data, 2 bad usage, 141 stdout's reader gone (| head), 130 "
+        "interrupted.",
     )
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -307,9 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         help="show how fused scores of one query were made",
         description="Show, for one query, how each fused score was made: per run the rank, "
-        "raw score, weight and contribution weight / (k + rank). Use the same fusion options "
-        "as for 'rankfusion fuse'.",
-        epilog=EXPLAIN_EXAMPLES,
+        "the raw score, the normalised score (score-based methods), the weight and the "
+        "contribution, as the method makes it (below), and what the method applied to their "
+        "sum. Use the same fusion options as for 'rankfusion fuse'.",
+        epilog=_formulas_text() + "\n" + EXPLAIN_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_fusion_options(explain)
@@ -338,6 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_optimize_options(optimize)
     optimize.set_defaults(handler=_optimize_command)
+    _add_compare_command(commands, fuse)
     return parser
 
 
@@ -426,10 +444,10 @@ def _add_optimize_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seed",
-        type=_int_at_least(0),
+        type=_integer,
         default=0,
         metavar="S",
-        help="the folds' seed (default 0): the same seed, the same folds",
+        help="the folds' seed, any integer (default 0): the same seed, the same folds",
     )
     parser.add_argument(
         "--lower-is-better",
@@ -547,17 +565,57 @@ def _write_stdout(text: str) -> None:
     """
     out = sys.stdout
     raw = getattr(out, "buffer", None)
-    if isinstance(out, io.TextIOWrapper) and isinstance(raw, io.RawIOBase) and os.linesep == "\n":
-        out.flush()
-        data = memoryview(text.encode(out.encoding, out.errors or "strict"))
-        while data:
-            n = raw.write(data)
-            if n is None:  # a non-blocking stdout that is full
-                raise BlockingIOError(0, "stdout cannot take more now")
-            data = data[n:]
-    else:
-        out.write(text)
-        out.flush()
+    with _writing("stdout"):
+        if (
+            isinstance(out, io.TextIOWrapper)
+            and isinstance(raw, io.RawIOBase)
+            and os.linesep == "\n"
+        ):
+            out.flush()
+            data = memoryview(text.encode(out.encoding, out.errors or "strict"))
+            while data:
+                n = raw.write(data)
+                if n is None:  # a non-blocking stdout that is full
+                    raise BlockingIOError(0, "stdout cannot take more now")
+                data = data[n:]
+        else:
+            out.write(text)
+            out.flush()
+
+
+@contextlib.contextmanager
+def _writing(name: str) -> Iterator[None]:
+    """An OSError raised while writing ``name`` (an output file, ``stdout``) as a DataError
+    that names it (``/dev/full: No space left on device``); a broken pipe is left alone (the
+    reader of stdout went away: see ``main``)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        if e.filename is not None:  # it names its file already
+            raise
+        raise DataError(f"{name}: {e.strerror or e}") from None
+
+
+def _commit(pending: Sequence[Any], stdout: Optional[Callable[[], None]] = None) -> None:
+    """Completes the temporary files ``pending`` (``trec._AtomicFile``s, written), then renames
+    each into place; ``stdout`` first writes what goes to stdout (the run, a table), so that a
+    stdout that fails (full, closed, a broken pipe) leaves every output file untouched. On any
+    error every temporary file is removed."""
+    try:
+        for p in pending:
+            with _writing(p.path):
+                p.finish()
+        if stdout is not None:
+            stdout()
+        for p in pending:
+            with _writing(p.path):
+                p.commit()
+    except BaseException:
+        for p in pending:
+            p.discard()
+        raise
 
 
 _OPTION_NAMES = {
@@ -612,6 +670,26 @@ def _warn_missing(args: argparse.Namespace, qids: Sequence[Sequence[str]]) -> No
                 f"{path} has no results for {len(missing)} of {len(every)} queries "
                 f"({shown}); they are fused from the other runs",
             )
+
+
+def _warn_unjudged(args: argparse.Namespace, qrels: trec.Qrels, runs: Sequence[Any]) -> None:
+    """Warns when no query that the qrels judge is in a run (``001`` against ``1``): every mean
+    of the table is then 0."""
+    if any(q in run for run in runs for q in qrels if qrels[q]):
+        return
+    held: Dict[str, None] = {}
+    for run in runs:
+        held.update(dict.fromkeys(run))
+
+    def shown(ids: List[str]) -> str:
+        listed = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        return f"{len(ids)} quer{'y' if len(ids) == 1 else 'ies'} ({listed})"
+
+    _warn(
+        args,
+        f"no judged query has results: {args.qrels} judges {shown(list(qrels))}, none of "
+        f"which a run has (the runs have {shown(list(held))}); every mean is 0",
+    )
 
 
 def _read_runs(args: argparse.Namespace) -> List[trec.Run]:
@@ -680,20 +758,38 @@ def _fuse_tables(args: argparse.Namespace, fusion: Any) -> int:
     _warn_missing(args, qids)
     try:
         fused = frame.fuse(tables, fusion, order=args.order)
-    except frame.TableError as e:
-        where = re.fullmatch(r"runs\[(\d+)\]", e.run)
-        path = args.runs[int(where.group(1))] if where else e.run
-        raise DataError(str(e).replace(e.run, path, 1)) from None
+    except frame.TableError as e:  # runs[i] is args.runs[i]: named by its file
+        path = dict(zip(frame._run_names(len(tables)), args.runs)).get(e.run, e.run)
+        raise DataError(str(frame.TableError(path, e.row, e.column, e.reason))) from None
+    except frame.ColumnTypeError as e:
+        path = dict(zip(frame._run_names(len(tables)), args.runs)).get(e.run, e.run)
+        raise DataError(str(frame.ColumnTypeError(path, e.column, e.reason))) from None
     del tables
-    if _format(args, args.output) == "parquet":
-        frame.write_parquet(fused, args.output)
-    elif args.output and args.output != "-":
-        frame.write_trec(fused, args.output, tag=args.tag)
+    _write_tables(args, fused)
+    return 0
+
+
+def _write_tables(args: argparse.Namespace, fused: Any) -> None:
+    """The fused table to -o (Parquet or TREC text) or to stdout (TREC text), named in an
+    error, nothing half-written."""
+    frame = _frame()
+    if args.output and args.output != "-":
+        parquet = _format(args, args.output) == "parquet"
+        run_file = trec._AtomicFile(args.output, compress=False if parquet else None)
+        try:
+            with _writing(args.output):
+                if parquet:
+                    frame._write_parquet_file(fused, run_file)
+                else:
+                    frame.write_trec(fused, run_file.file, tag=args.tag)
+        except BaseException:
+            run_file.discard()
+            raise
+        _commit([run_file])
     else:  # as the other paths write to stdout
         text = io.StringIO()
         frame.write_trec(fused, text, tag=args.tag)
         _write_stdout(text.getvalue())
-    return 0
 
 
 # --- fuse -------------------------------------------------------------------------------------
@@ -758,6 +854,8 @@ def _fuse_command(args: argparse.Namespace) -> int:
     measures: List[Any] = []
     if args.metrics is not None and not args.qrels:
         raise UsageError("--metrics needs --qrels")
+    if args.compare and not args.qrels:
+        raise UsageError("--compare needs --qrels")
     if args.qrels:
         try:
             measures = trec.parse_metrics(args.metrics or "ndcg@10,recall@100")
@@ -775,6 +873,8 @@ def _fuse_command(args: argparse.Namespace) -> int:
         return _fuse_tables(args, fusion) if tables else _fuse_native(args, fusion)
     runs = _read_runs(args)
     qrels = trec.read_qrels(args.qrels, progress=_progress(args)) if args.qrels else None
+    if qrels is not None:
+        _warn_unjudged(args, qrels, runs)
     if args.trace:
         fusion = fusion.replace(trace=True)
     fused = trec.fuse(runs, fusion, progress=_progress(args))
@@ -785,36 +885,43 @@ def _fuse_command(args: argparse.Namespace) -> int:
         rows = [(path, trec.evaluate(run, qrels, measures)) for path, run in zip(args.runs, runs)]
         rows.append((f"fused ({_method_label(args)})", trec.evaluate(fused, qrels, measures)))
         table = _metric_table(rows, names)
+        if args.compare:
+            table += "\n" + _fused_comparison(args, runs, fused, qrels, measures)
 
     pending = []
     try:
         if args.trace:
             trace_file = trec._AtomicFile(args.trace)
             pending.append(trace_file)
-            _trace_lines(fused, args.runs, trace_file.file)
+            with _writing(args.trace):
+                _trace_lines(fused, args.runs, trace_file.file)
         if _format(args, args.output) == "parquet":
             run_file = trec._AtomicFile(args.output, compress=False)
             pending.append(run_file)
             frame = _frame()
-            frame._write_parquet_file(frame.from_run(fused), run_file)
+            with _writing(args.output):
+                frame._write_parquet_file(frame.from_run(fused), run_file)
         elif args.output and args.output != "-":
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
-            trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
-        for p in pending:
-            p.commit()
+            with _writing(args.output):
+                trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
     except BaseException:
         for p in pending:
             p.discard()
         raise
-    if not args.output or args.output == "-":
-        text = io.StringIO()
-        trec.write_run(fused, text, tag=args.tag)
-        _write_stdout(text.getvalue())
-        if table is not None:
-            sys.stderr.write(table)
-    elif table is not None:
-        sys.stdout.write(table)
+
+    def stdout() -> None:  # before the files are renamed into place: a failure leaves them
+        if not args.output or args.output == "-":
+            text = io.StringIO()
+            trec.write_run(fused, text, tag=args.tag)
+            _write_stdout(text.getvalue())
+            if table is not None:
+                sys.stderr.write(table)
+        elif table is not None:
+            _write_stdout(table)
+
+    _commit(pending, stdout)
     return 0
 
 
@@ -864,11 +971,12 @@ def _fuse_native(args: argparse.Namespace, fusion: Any) -> int:
     if args.output and args.output != "-":
         run_file = trec._AtomicFile(args.output)
         try:
-            run_file.write_bytes(data)
+            with _writing(args.output):
+                run_file.write_bytes(data)
         except BaseException:
             run_file.discard()
             raise
-        run_file.commit()
+        _commit([run_file])
     else:
         # as the Python path writes it: its text, in stdout's encoding and error handler
         _write_stdout(data.decode("utf-8", "surrogateescape"))
@@ -891,31 +999,28 @@ def _fmt(x: Optional[float]) -> str:
     return "-" if x is None else repr(float(x))
 
 
-# How each method makes a contribution and a score, for explain's header.
-_FORMULAS = {
-    "rrf": "contribution = weight / (k + rank)",
-    "rbc": "contribution = weight * (1 - phi) * phi^(rank - 1)",
-    "isr": "contribution = 1 / rank^2; score = sum * |runs holding it|",
-    "log_isr": "contribution = 1 / rank^2; score = sum * ln |runs holding it|",
-    "logn_isr": "contribution = 1 / rank^2; score = sum * ln(|runs holding it| + sigma)",
-    "bordafuse": "contribution = weight * (|candidates| - rank + 1); unranked: the mean left",
-    "condorcet": "score = 1 + the documents it beats (contribution = the run's vote)",
-    "sum": "contribution = normalised",
-    "wsum": "contribution = weight * normalised",
-    "mnz": "contribution = normalised; score = sum * |runs holding it|",
-    "anz": "contribution = normalised; score = sum / |runs holding it|",
-    "gmnz": "contribution = normalised; score = sum * |runs holding it|^gamma",
-    "max": "score = the largest normalised",
-    "min": "score = the smallest normalised",
-    "med": "score = the median normalised",
-    "wmnz": "contribution = normalised; score = sum * (sum of the weights of runs holding it)",
-    "mixed": "contribution = weight * normalised; score = sum * sqrt(|runs holding it|)",
-    "dbsf": "contribution = normalised (dbsf); score = sum",
-    "relative_score": "contribution = weight * normalised (min-max)",
-    "arithmetic_mean": "contribution = weight * normalised; score = sum / sum of weights",
-    "geometric_mean": "contribution = weight * ln normalised; score = exp(sum / sum of weights)",
-    "harmonic_mean": "contribution = weight / normalised; score = sum of weights / sum",
-}
+def _formula(method: str) -> str:
+    """How ``method`` makes each run's term and a doc's score, in ``METHODS``' own words (a new
+    method brings its line with its row), for explain's header and ``explain --help``."""
+    from ._core import METHODS
+
+    info = METHODS[method]
+    own = f" ({info.norm})" if info.norm else ""
+    return f"term = {info.term}{own}, score = {info.combine}"
+
+
+def _formulas_text() -> str:
+    """Each method's term and score, for ``explain --help``."""
+    from ._core import METHODS
+
+    width = max(map(len, METHODS))
+    lines = ["each run's term and the fused score, by --method:"]
+    lines += [f"  {name.ljust(width)}  {_formula(name)}" for name in METHODS]
+    lines.append(
+        "  (w: the run's weight; r: the doc's rank in the run; v: its score after --norm; "
+        "S: the sum of the doc's terms; |present|: the runs that hold it)"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _explain_command(args: argparse.Namespace) -> int:
@@ -952,7 +1057,7 @@ def _explain_command(args: argparse.Namespace) -> int:
     out.append(
         f"query {qid}: {total} fused document{'s' if total != 1 else ''}"
         + (f", top {args.top} shown" if args.doc is None and total > args.top else "")
-        + f"; {_method_label(args)}, {_FORMULAS[args.method]}"
+        + f"; {_method_label(args)}, {_formula(args.method)}"
     )
     for fused_rank, hit in selected:
         out.append("")
@@ -1091,6 +1196,9 @@ def _optimize_command(args: argparse.Namespace) -> int:
     runs = _read_runs(args)
     result = _optimize._search(plan, runs, qrels, args.folds, _progress(args), threads=None)
     del runs
+    zero = _optimize._all_zero(result)
+    if zero is not None:
+        _warn(args, zero)
     _write_stdout(_optimize_report(args, result))
 
     # the fused run first (it fuses every query of the runs, judged or not), then both files
@@ -1113,25 +1221,28 @@ def _optimize_command(args: argparse.Namespace) -> int:
         if args.table:
             table_file = trec._AtomicFile(args.table)
             pending.append(table_file)
-            _write_table(result, table_file.file)
+            with _writing(args.table):
+                _write_table(result, table_file.file)
         if isinstance(fused, bytes):
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
-            run_file.write_bytes(fused)
+            with _writing(args.output):
+                run_file.write_bytes(fused)
         elif fused is not None and _format(args, args.output) == "parquet":
             run_file = trec._AtomicFile(args.output, compress=False)
             pending.append(run_file)
-            _frame()._write_parquet_file(fused, run_file)
+            with _writing(args.output):
+                _frame()._write_parquet_file(fused, run_file)
         elif fused is not None:
             run_file = trec._AtomicFile(args.output)
             pending.append(run_file)
-            _frame().write_trec(fused, run_file.file, tag=args.tag)
-        for p in pending:
-            p.commit()
+            with _writing(args.output):
+                _frame().write_trec(fused, run_file.file, tag=args.tag)
     except BaseException:
         for p in pending:
             p.discard()
         raise
+    _commit(pending)
     return 0
 
 
@@ -1211,11 +1322,244 @@ def _write_table(result: Any, out: TextIO) -> None:
 
 # --- entry point ------------------------------------------------------------------------------
 
+# --- compare ----------------------------------------------------------------------------------
+
+COMPARE_EXAMPLES = """\
+examples:
+  # every pair of runs on nDCG@10: randomization test (100,000 sign vectors), Holm's correction
+  rankfusion compare bm25.run.gz minilm.run.gz fused.run --qrels qrels.txt
+
+  # each run against a baseline on three metrics, with a report to open in a browser
+  rankfusion compare bm25.run.gz minilm.run.gz fused.run --qrels qrels.txt \\
+      --metrics ndcg@10,map,recall@100 --baseline bm25.run.gz --report report.html
+
+  # the paired t-test, Benjamini-Hochberg, the numbers as JSON and a LaTeX table
+  rankfusion compare a.run b.run c.run --qrels qrels.txt --test t --correction bh \\
+      --json comparison.json --latex table.tex
+"""
+
+
+def _add_compare_command(commands: Any, fuse: argparse.ArgumentParser) -> None:
+    """The ``compare`` command, and ``fuse --compare``."""
+    from ._compare import CORRECTIONS, TESTS
+
+    fuse.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --qrels: test the fused run against each input run (as 'rankfusion "
+        "compare' does by default: randomization test, 100,000 sign vectors, Holm's "
+        "correction) and add the table",
+    )
+    parser = commands.add_parser(
+        "compare",
+        help="compare runs with paired significance tests (report, JSON, LaTeX)",
+        description="Evaluate runs per query with ir-measures and test every pair of them (or "
+        "each against --baseline) with a paired test: the randomization test (default), the "
+        "paired t-test or the paired bootstrap; correct the p-values over all the tests; "
+        "report each pair's mean difference, p-value, corrected p-value, effect size "
+        "(paired Cohen's d), interval and wins/ties/losses. Needs the 'eval' extra "
+        "(ir-measures); --report needs the 'report' extra (matplotlib). See docs/compare.md.",
+        epilog=COMPARE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run files (TREC, or Parquet)")
+    parser.add_argument("--qrels", required=True, metavar="QRELS", help="relevance judgments")
+    parser.add_argument(
+        "--metrics",
+        default="ndcg@10",
+        metavar="M1,M2,...",
+        help="ir-measures or trec_eval names (default %(default)s)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="test each run against this one (a RUN as given, its file name, or its 1-based "
+        "position); default: every pair of runs",
+    )
+    parser.add_argument(
+        "--test", choices=TESTS, default="randomization", help="default %(default)s"
+    )
+    parser.add_argument(
+        "--permutations",
+        type=_int_at_least(1),
+        default=100_000,
+        metavar="N",
+        help="random sign vectors (randomization) or resamples (bootstrap); default 100000",
+    )
+    parser.add_argument("--seed", type=_int_at_least(0), default=0, help="default %(default)s")
+    parser.add_argument(
+        "--correction", choices=CORRECTIONS, default="holm", help="default %(default)s"
+    )
+    parser.add_argument(
+        "--alpha", type=_number, default=0.05, metavar="A", help="default %(default)s"
+    )
+    parser.add_argument(
+        "--confidence",
+        type=_number,
+        default=0.95,
+        metavar="C",
+        help="of the interval of each mean difference (default %(default)s)",
+    )
+    parser.add_argument("--report", metavar="HTML", help="write the HTML report")
+    parser.add_argument("--json", metavar="JSON", help="write the comparison as JSON")
+    parser.add_argument("--latex", metavar="TEX", help="write the tables in LaTeX")
+    parser.add_argument(
+        "--threads", type=_int_at_least(1), metavar="N", help="threads of the tests"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_compare_command)
+
+
+def _baseline_of(text: Optional[str], paths: Sequence[str], names: Sequence[str]) -> Any:
+    """--baseline as an index into the runs: a path as given, a name, or a 1-based position."""
+    if text is None:
+        return None
+    for candidates in (list(paths), list(names)):
+        if text in candidates:
+            return candidates.index(text)
+    if text.isdigit() and 1 <= int(text) <= len(paths):
+        return int(text) - 1
+    raise UsageError(f"--baseline {text!r} is none of the runs: {', '.join(paths)}")
+
+
+# compare's arguments that the command's options give (its FusionError's ``argument`` -> option)
+_COMPARE_OPTIONS = {
+    "names": "RUN",
+    "metrics": "--metrics",
+    "baseline": "--baseline",
+    "test": "--test",
+    "permutations": "--permutations",
+    "seed": "--seed",
+    "correction": "--correction",
+    "alpha": "--alpha",
+    "confidence": "--confidence",
+    "threads": "--threads",
+}
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    from . import _compare
+
+    if len(args.runs) < 2:
+        raise UsageError("compare needs at least 2 runs")
+    _check_inputs([*args.runs, args.qrels])
+    outputs = [("--report", args.report), ("--json", args.json), ("--latex", args.latex)]
+    for option, path in outputs:
+        _check_output(path, option)
+        if path == "-":
+            raise UsageError(f"{option} needs a file name")
+    given = [os.path.realpath(p) for _, p in outputs if p]
+    if len(set(given)) != len(given):
+        raise UsageError("--report, --json and --latex must name different files")
+    _check_stdout()
+    try:
+        measures = trec.parse_metrics(args.metrics)
+    except ImportError as e:
+        raise UsageError(f"compare needs ir-measures: {e}") from None
+    except ValueError as e:
+        raise UsageError(f"--metrics: {e}") from None
+    if args.report:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                "--report needs matplotlib: pip install 'rankfusion[report]'"
+            ) from None
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    from . import FusionError, FusionTypeError
+
+    try:  # compare checks its arguments before it reads a run
+        names = _compare._run_names(args.runs, None)
+        comparison = _compare.compare(
+            args.runs,
+            args.qrels,
+            metrics=metrics if len(metrics) == len(measures) else measures,
+            names=names,
+            baseline=_baseline_of(args.baseline, args.runs, names),
+            test=args.test,
+            permutations=args.permutations,
+            seed=args.seed,
+            correction=args.correction,
+            alpha=args.alpha,
+            confidence=args.confidence,
+            progress=_progress(args),
+            threads=args.threads,
+        )
+    except (FusionError, FusionTypeError) as e:
+        option = _COMPARE_OPTIONS.get(e.argument or "")
+        if option is None:
+            raise
+        raise UsageError(f"argument {option}: {e.reason}") from None
+    renderings = {
+        args.report: comparison.to_html,
+        args.json: comparison.to_json,
+        args.latex: comparison.to_latex,
+    }
+    texts = [(path, renderings[path]()) for _, path in outputs if path]
+    pending = []
+    try:
+        for path, text in texts:
+            out = trec._AtomicFile(path, compress=False)
+            pending.append(out)
+            out.file.write(text)
+        for out in pending:
+            out.commit()
+    except BaseException:
+        for out in pending:
+            out.discard()
+        raise
+    _write_stdout(comparison.table())
+    return 0
+
+
+def _fused_comparison(
+    args: argparse.Namespace, runs: List[Any], fused: Any, qrels: Any, measures: List[Any]
+) -> str:
+    """``fuse --qrels --compare``: the fused run tested against each input run."""
+    from . import _compare
+
+    fused_name = f"fused ({_method_label(args)})"
+    if len(set(args.runs)) == len(args.runs):
+        names = _compare._run_names(args.runs, None)
+    else:  # a run fused twice: told apart by its place
+        names = [f"{path} (#{i + 1})" for i, path in enumerate(args.runs)]
+    comparison = _compare.compare(
+        [*runs, trec.to_dict(fused)],
+        qrels,
+        metrics=measures,
+        names=[*names, fused_name],
+        pairs=[(len(runs), i) for i in range(len(runs))],
+        progress=_progress(args),
+    )
+    return comparison.table()
+
+
+# --- main -------------------------------------------------------------------------------------
+
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    """Run the command with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    While it runs, Python's cyclic garbage collector is off (and then back as it was): the
+    command makes millions of objects (a run on the Python path: a str and a float per line,
+    hits, trace records) and no reference cycles, and each full collection would stop it for
+    up to seconds, not interruptible by Ctrl-C, to find none. With ``argv`` None (the
+    process's own command line: the ``rankfusion`` script, ``python -m rankfusion``), Ctrl-C
+    ends the process at once with status 130 once the message is out (``os._exit``): freeing
+    what it read would take longer than the work it interrupted."""
     if sys.stderr is None:  # closed (2>&-): warnings and errors go nowhere, never to stdout
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- for the life of the process
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        status = _main(argv)
+    finally:
+        if collecting:
+            gc.enable()
+    return status
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on bad usage, 0 for --help / --version
     if args.command is None:
@@ -1234,19 +1578,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{command}: error: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:
-        # the reader of stdout went away (e.g. `| head`): not an error worth a traceback
+        # the reader of stdout went away (`| head -1`): quietly, with the status of a process
+        # that SIGPIPE ended (128 + 13), as cat, seq or grep end there (docs/cli.md); stdout
+        # goes to /dev/null so that the interpreter's last flush finds no pipe
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         except OSError:  # pragma: no cover
             pass
-        return 1
+        return EXIT_BROKEN_PIPE
     except OSError as e:
         print(f"{command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
+        if argv is None:  # the process's own command: end it now, freeing nothing (see main)
+            _exit_now(130)
         return 130
+
+
+def _exit_now(status: int) -> None:
+    """Ends the process with ``status`` at once (``os._exit``), stdout and stderr flushed: no
+    interpreter teardown, which frees every object one by one. Every output file has been
+    discarded already (each is written under a temporary name that the error removed)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -129,6 +129,36 @@ def _reset(ddf: Any, query: str) -> Any:
     return ddf.reset_index(drop=query in ddf.columns)
 
 
+def _as_columns(ddf: Any, query: str) -> Any:
+    """The run with its query as a column: the index moved back when the run is indexed by
+    the query (``set_index(query)``, ``read_parquet(..., index=query)``), whatever its
+    divisions."""
+    return _reset(ddf, query) if ddf.index.name == query else ddf
+
+
+def _check_columns(ddf: Any, name: str, columns: Sequence[str], run: Optional[str]) -> None:
+    """The columns of a run (its meta: the empty frame of its dtypes), checked as
+    ``frame.fuse`` checks a table's, when ``fuse`` is called: a missing column is the
+    ``TableError`` ``frame.fuse`` raises (with its preset hint), a column of the wrong type the
+    same ``ColumnTypeError`` (a column of object dtype says nothing of its values: it is checked on
+    compute)."""
+    meta = ddf._meta
+    if meta.index.name is not None and meta.index.name == columns[0]:
+        meta = meta.reset_index(drop=columns[0] in meta.columns)
+    table = pa.Table.from_pandas(meta, preserve_index=False)
+    checks = [(columns[0], "query id"), (columns[1], "doc id"), (columns[2], None)]
+    if run is not None:
+        checks.append((run, "run"))
+    for column, what in checks:
+        col = frame._column(table, column, name)
+        if pa.types.is_null(col.type):
+            continue  # object dtype: the values' type is known only on compute
+        if what is None:
+            frame._score_column(col, name, column)
+        else:
+            frame._id_column(col, name, column, what)
+
+
 def _by_query_index(runs: Sequence[Any], query: str) -> bool:
     """Whether every run is indexed by the query with known divisions (set_index(query))."""
     return all(
@@ -162,7 +192,8 @@ def fuse(
       is needed. ``None`` (default) detects it: runs indexed by the query column with known
       divisions (``set_index(query)``, ``read_parquet(..., index=query, calculate_divisions=
       True)``) are aligned by their divisions; anything else is shuffled on the query column
-      into ``npartitions`` partitions (default: the most any input has). ``True``: the caller
+      into ``npartitions`` partitions (default: the most any input has; a query index without
+      known divisions is moved back to a column first). ``True``: the caller
       says partition i of every run holds the same queries, and every row of them (the runs
       must then have the same number of partitions; for one long DataFrame: each query in one
       partition). ``False``: always shuffle.
@@ -170,7 +201,9 @@ def fuse(
       partitions in parallel).
     - ``fusion`` (a :class:`rankfusion.Fusion`, or its settings as keyword arguments) and
       every other argument are ``frame.fuse``'s; the settings are checked here (against the
-      number of runs too), before anything is computed.
+      number of runs too), before anything is computed, and so are the runs' columns (from
+      their dtypes: a missing column is ``frame.fuse``'s ``TableError``, a column of the wrong
+      type its ``TypeError``).
 
     With ``order="file"`` or ``trace=True`` each row carries its input position through the
     shuffle, and each partition restores the runs' row order before fusing. Errors in the data
@@ -224,16 +257,21 @@ def fuse(
             _RUN: pa.array([], run_type),
         }
     )
+    # every run's columns: present, of the right types
+    if run is None:
+        for i, r in enumerate(inputs):
+            _check_columns(r, f"runs[{i}]", columns, None)
+    else:
+        _check_columns(runs, "runs", columns, run)
 
     index = _by_query_index(inputs, query)
     if run is not None:
         long = inputs[0]
-        reset = index
+        reset = long.index.name == query
         if partitioned is True or (partitioned is None and index):
             options["run_order"] = order_of_runs
             return _map(long.rename(columns={run: _RUN}), [*columns, _RUN], reset, ordered, options)
-        source = _reset(long, query) if index else long
-        source = source.rename(columns={run: _RUN})[[*columns, _RUN]]
+        source = _as_columns(long, query).rename(columns={run: _RUN})[[*columns, _RUN]]
     else:
         if partitioned is True:
             if len({r.npartitions for r in inputs}) > 1:
@@ -241,19 +279,19 @@ def fuse(
                     "partitioned=True needs runs with the same number of partitions, got "
                     + ", ".join(str(r.npartitions) for r in inputs)
                 )
-            picked = [r if index else r[columns] for r in inputs]
-            meta = _fuse_zipped(*[r._meta for r in picked], reset=index, **options)
+            picked = [_as_columns(r, query)[columns] for r in inputs]
+            meta = _fuse_zipped(*[r._meta for r in picked], reset=False, **options)
             return dd.map_partitions(
-                _fuse_zipped, *picked, reset=index, meta=meta, align_dataframes=False, **options
+                _fuse_zipped, *picked, reset=False, meta=meta, align_dataframes=False, **options
             )
         if partitioned is None and index and inputs:
-            tagged = [r.assign(**{_RUN: i}) for i, r in enumerate(inputs)]
+            tagged = [r[[c for c in columns if c in r.columns]] for r in inputs]
+            tagged = [r.assign(**{_RUN: i}) for i, r in enumerate(tagged)]
             long = dd.concat(tagged, interleave_partitions=True)
             return _map(long, [*columns, _RUN], True, ordered, options)
         tagged = []
         for i, r in enumerate(inputs):
-            r = _reset(r, query) if index else r
-            tagged.append(r[columns].assign(**{_RUN: i}))
+            tagged.append(_as_columns(r, query)[columns].assign(**{_RUN: i}))
         if not tagged:
             return dd.from_pandas(fuse_partition(empty, run=_RUN, **options), npartitions=1)
         source = dd.concat(tagged) if len(tagged) > 1 else tagged[0]

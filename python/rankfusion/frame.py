@@ -85,6 +85,7 @@ __all__ = [
     "PYTERRIER",
     "RANX",
     "TREC",
+    "ColumnTypeError",
     "TableError",
     "columns_of",
     "file_format",
@@ -113,8 +114,10 @@ PRESETS = MappingProxyType(
 _ORDERS = ("score", "file")
 # Fused in one call of the engine: about this many cells (queries x sum of the runs' widths).
 _BLOCK_CELLS = 1 << 22
-# Doc ids are hashed in blocks of queries of about this many rows (all runs together).
-_ENCODE_ROWS = 1 << 20
+# Doc ids are hashed in blocks of queries of about this many rows (all runs together): a block's
+# hash table stays in the cache, as the command's native path interns each query's ids on its
+# own (5 runs x 2,000 queries x 1,000 docs: 1 << 20 took 2.3 s of CPU to hash, 1 << 12 0.54 s).
+_ENCODE_ROWS = 1 << 12
 
 
 class TableError(ValueError):
@@ -141,6 +144,23 @@ class TableError(ValueError):
         return (type(self), (self.run, self.row, self.column, self.reason))
 
 
+class ColumnTypeError(TypeError):
+    """A run table's id or score column of the wrong type (``runs[1]: column 'score' must hold
+    numbers, got string``).
+
+    Attributes: ``run`` (as :class:`TableError`'s), ``column`` and ``reason``.
+    """
+
+    def __init__(self, run: str, column: str, reason: str) -> None:
+        self.run = run
+        self.column = column
+        self.reason = reason
+        super().__init__(f"{run}: column {column!r} {reason}")
+
+    def __reduce__(self):  # picklable with the custom signature (Dask, multiprocessing)
+        return (type(self), (self.run, self.column, self.reason))
+
+
 # --- tables in ----------------------------------------------------------------------------------
 
 
@@ -160,6 +180,11 @@ def _as_table(obj: Any, what: str) -> pa.Table:
         f"{what} must be a table: a pyarrow Table, or an object with __arrow_c_stream__ "
         f"(polars, pandas, DuckDB, ...), got {type(obj).__name__}"
     )
+
+
+def _run_names(n: int) -> List[str]:
+    """How errors name each of a list of ``n`` runs (``TableError.run``): ``runs[i]``."""
+    return [f"runs[{i}]" for i in range(n)]
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -199,17 +224,23 @@ def _indices(encoded: pa.ChunkedArray) -> np.ndarray:
 
 def _id_column(col: pa.ChunkedArray, run: str, name: str, what: str) -> pa.ChunkedArray:
     """The column, checked: strings or integers (or a dictionary of them), no null. Raises
-    TypeError for another type, TableError for a null."""
+    ColumnTypeError for another type, TableError for a null."""
     t = col.type
     value_type = t.value_type if pa.types.is_dictionary(t) else t
     if not (_is_text(value_type) or pa.types.is_integer(value_type)):
-        raise TypeError(f"{run}: column {name!r} must hold strings or integers, got {t}")
+        raise ColumnTypeError(run, name, f"must hold strings or integers, got {t}")
     if col.null_count:
         raise _null_error(col, run, name, what)
+    if pa.types.is_string_view(value_type):
+        # polars' strings and Categoricals (a string_view dictionary): Arrow has no take for
+        # string_view (nor a cast of such a dictionary to plain strings), so the ids are read
+        # as large_string, the type the output has for them
+        large = pa.large_string()
+        col = col.cast(pa.dictionary(t.index_type, large) if pa.types.is_dictionary(t) else large)
     if pa.types.is_dictionary(t) and col.num_chunks:
         values = col.unify_dictionaries().chunk(0).dictionary
         if values.null_count:  # a null in the dictionary that a row may use
-            return _id_column(col.cast(value_type), run, name, what)
+            return _id_column(col.cast(col.type.value_type), run, name, what)
     return col
 
 
@@ -268,9 +299,14 @@ def _encode(
         dictionary = unified.chunk(0).dictionary if chunks else pa.array([], t.value_type)
         index = _indices(unified)
         used = _first_appearances(index)
-        remap = np.zeros(len(dictionary), np.int64)
-        remap[used] = np.arange(len(used))
-        codes, values = remap[index], dictionary.take(pa.array(used))
+        if len(used) == len(dictionary) and (used == np.arange(len(used))).all():
+            # the dictionary is in order of first appearance already (Parquet writes a column's
+            # dictionary so, and unifying appends each next column's new values): as it is
+            codes, values = index, dictionary
+        else:
+            remap = np.zeros(len(dictionary), np.int64)
+            remap[used] = np.arange(len(used))
+            codes, values = np.take(remap, index), dictionary.take(pa.array(used))
     else:
         common = _common_type([c.type for c in columns if len(c)] or [c.type for c in columns])
         chunks = [c if c.type == common else c.cast(common) for c in chunks]
@@ -294,7 +330,7 @@ def _encode(
 def _score_column(col: pa.ChunkedArray, run: str, name: str) -> np.ndarray:
     t = col.type
     if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)):
-        raise TypeError(f"{run}: column {name!r} must hold numbers, got {t}")
+        raise ColumnTypeError(run, name, f"must hold numbers, got {t}")
     if col.null_count:
         raise _null_error(col, run, name, "score")
     if t != pa.float64():
@@ -355,7 +391,7 @@ def _run_list(runs: Any) -> Tuple[List[str], List[str], List[Any]]:
             f"runs must be a list of tables or a dict of named tables, got {type(runs).__name__}"
         )
     tables = list(runs)
-    return [f"runs[{i}]" for i in range(len(tables))], [str(i) for i in range(len(tables))], tables
+    return _run_names(len(tables)), [str(i) for i in range(len(tables))], tables
 
 
 class _Read(NamedTuple):
@@ -559,8 +595,13 @@ def _encode_docs(
 
     workers = max(1, min(_threads(threads), len(blocks)))
     if workers > 1:
-        with ThreadPoolExecutor(workers) as pool:
+        pool = ThreadPoolExecutor(workers)
+        try:
             dictionaries = list(pool.map(encode, blocks))
+        except BaseException:  # Ctrl-C: the blocks not started are dropped, unwaited for
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     else:
         dictionaries = [encode(b) for b in blocks]
     offset = 0
@@ -570,7 +611,8 @@ def _encode_docs(
                 target[g.start[qa] : g.start[qb - 1] + g.count[qb - 1]] += offset
         offset += 0 if dictionary is None else len(dictionary)
     values = [d for d in dictionaries if d is not None]
-    return out, pa.chunked_array(values, common)
+    # one array (a copy of the ids, once): taking rows of thousands of small chunks is slow
+    return out, pa.concat_arrays(values) if values else pa.array([], common)
 
 
 def _threads(threads: Optional[int]) -> int:

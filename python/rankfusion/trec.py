@@ -43,7 +43,9 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import math
+import numbers
 import operator
 import os
 import sys
@@ -276,6 +278,8 @@ class _AtomicFile:
                     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                 except FileExistsError:  # pragma: no cover - 32 random bits
                     continue
+                except OSError as e:  # a missing folder, say: named by the file asked for
+                    raise type(e)(e.errno, e.strerror, self.path) from None
                 break
             self._tmp = tmp
             self._target = target
@@ -297,11 +301,18 @@ class _AtomicFile:
         gzip sync block before the data)."""
         self._binary.write(data)
 
-    def commit(self) -> None:
+    def finish(self) -> None:
+        """Completes the file (every byte written, the gzip trailer, closed) under its
+        temporary name: what can fail for lack of space fails here, before ``commit``."""
+        if self._raw.closed:
+            return
         self.file.flush()
         if self._gz is not None:
             self._gz.close()  # writes the gzip trailer; leaves the raw file open
         self._raw.close()
+
+    def commit(self) -> None:
+        self.finish()
         if self._tmp is not None:
             os.replace(self._tmp, self._target)
             self._tmp = None
@@ -747,6 +758,36 @@ def parse_metrics(spec: Union[str, Iterable[str]]) -> List[Any]:
     return measures
 
 
+def _gain(value: Any, qid: Any, docid: Any) -> int:
+    """A judgment's gain as the int pytrec_eval needs: an integer of any type (numpy's too, as
+    a qrels DataFrame gives them) or an integral float (``1.0``); else (a bool, a string, 1.5,
+    NaN) a TypeError naming the judgment."""
+    if type(value) is int:
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)  # numpy's ints (numpy's bool is not an Integral)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        x = float(value)
+        if math.isfinite(x) and x.is_integer():
+            return int(x)
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    raise TypeError(f"qrels[{qid!r}][{docid!r}] must be an integer gain, got {name} {value!r}")
+
+
+def _int_gains(qrels: Mapping[Any, Mapping[Any, Any]]) -> Dict[Any, Dict[Any, int]]:
+    """``qrels`` with every gain an int (see ``_gain``), as pytrec_eval takes them; a TypeError
+    names the first judgment that is not an integer (``qrels['1']['a']``)."""
+    out: Dict[Any, Dict[Any, int]] = {}
+    for qid, judged in qrels.items():
+        if not isinstance(judged, Mapping):
+            raise TypeError(
+                f"qrels[{qid!r}] must be a mapping {{docid: gain}}, got {type(judged).__name__}"
+            )
+        out[qid] = {d: _gain(g, qid, d) for d, g in judged.items()}
+    return out
+
+
 def evaluate(
     run: Mapping[Any, Any], qrels: Qrels, metrics: Union[str, Iterable[Any]] = "ndcg@10"
 ) -> Dict[str, float]:
@@ -756,15 +797,60 @@ def evaluate(
 
     ``run`` is a run or fused hits; it is evaluated as trec_eval would evaluate the file
     :func:`write_run` writes: trec_eval ranks by score and breaks ties by doc id, whatever the
-    rank column says. Raises ImportError when ir-measures is not installed.
+    rank column says. ``qrels``: ``{qid: {docid: gain}}``, each gain an integer (numpy's too)
+    or an integral float (``1.0``); another gain is a TypeError naming it (``qrels['1']['a']``).
+    Raises ImportError when ir-measures is not installed.
     """
     ir_measures = _import_ir_measures()
+    qrels = _int_gains(qrels)
     if isinstance(metrics, str):
         measures = parse_metrics(metrics)
     else:
         measures = [parse_metrics(m)[0] if isinstance(m, str) else m for m in metrics]
-    result = ir_measures.calc_aggregate(measures, qrels, to_dict(run))
+    result = _calc_aggregate(ir_measures.evaluator(measures, qrels), to_dict(run))
     return {str(m): float(result.get(m, 0.0)) for m in measures}
+
+
+# pytrec_eval evaluates a run in one call that holds the GIL and never checks for signals
+# (~0.3 us an entry): runs are evaluated this many entries at a time, so Ctrl-C is prompt.
+_EVALUATE_ENTRIES = 100_000
+
+
+def _calc_aggregate(evaluator: Any, run: Dict[str, Dict[str, float]]) -> Dict[Any, float]:
+    """``evaluator.calc_aggregate(run)``, the same values bit for bit, with an evaluator of
+    ir-measures' pytrec_eval provider called on pieces of the run of about
+    ``_EVALUATE_ENTRIES`` entries: each measure's values are added in the order ir-measures
+    adds them (the run's queries in order, then the judged queries without a value, sorted);
+    any other evaluator is called on the whole run."""
+    try:
+        from ir_measures.providers.pytrec_eval_provider import PytrecEvalEvaluator
+    except ImportError:  # pragma: no cover - another ir-measures
+        return evaluator.calc_aggregate(run)
+    invokers = getattr(evaluator, "invokers", None)
+    if type(evaluator) is not PytrecEvalEvaluator or not isinstance(invokers, list):
+        return evaluator.calc_aggregate(run)
+    aggregators = {m: m.aggregator() for m in evaluator.measures}
+    expected = set(itertools.product(evaluator.measures, evaluator.qrel_qids))
+    piece: Dict[str, Dict[str, float]] = {}
+    size = 0
+    queries = iter(run.items())
+    while True:
+        item = next(queries, None)
+        if item is not None:
+            piece[item[0]] = item[1]
+            size += len(item[1])
+            if size < _EVALUATE_ENTRIES:
+                continue
+        for invoker in invokers:  # a measure is one invoker's: its values in query order
+            for metric in invoker.iter_calc(piece):
+                expected.discard((metric.measure, metric.query_id))
+                aggregators[metric.measure].add(metric.value)
+        if item is None:
+            break
+        piece, size = {}, 0
+    for measure, _ in sorted(expected, key=lambda x: (str(x[0]), x[1])):
+        aggregators[measure].add(measure.DEFAULT)
+    return {m: agg.result() for m, agg in aggregators.items()}
 
 
 # --- progress ---------------------------------------------------------------------------------

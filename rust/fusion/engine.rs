@@ -291,10 +291,7 @@ impl Workspace {
         self.by_contributions = false;
         self.set_read(plan);
         let method = plan.fusion.method;
-        let rank_terms = matches!(
-            method.term(),
-            Term::Reciprocal | Term::RankBiased | Term::InverseSquare
-        );
+        let rank_terms = method.term().of_rank();
         let dense = plan.fusion.duplicates != Duplicates::Sum && self.read.len() <= DENSE_MAX_LISTS;
         // Traced rank terms are made again for the page from the occurrences (a page is often
         // short): every other traced method, and every method but those in the general layout,
@@ -549,18 +546,6 @@ impl Workspace {
                 }
             };
             let (info, slots) = (&mut self.keys, &mut self.slot_values);
-            // Every term the slots hold finite: else the contributions, which report the
-            // first value or score that is not.
-            if !terms.terms.iter().all(|v| v.is_finite())
-                && !(0..n_keys).all(|k| {
-                    (0..stride).all(|s| {
-                        info[k].seen >> s & 1 == 0
-                            || term_of(s, slots[k * stride + s] as u32).is_finite()
-                    })
-                })
-            {
-                return self.score_by_contributions(plan, scores, cancel);
-            }
             // The geometric and harmonic means: which values each key keeps (bit 8 + slot).
             if !terms.kept.is_empty() {
                 for (k, info) in info.iter_mut().enumerate().take(n_keys) {
@@ -576,7 +561,7 @@ impl Workspace {
             kernel::fill_slots(plan, read, slots, n_keys, stride, seen, term_of, cancel)?;
             return self.score_by_slots(plan, cancel);
         }
-        // The rank-based values (BordaFuse, the borda norm), or a list without scores.
+        // The rank-based values (BordaFuse, the borda norm), or a value or term not finite.
         let (read, info, slot_values) = (&self.read, &self.keys, &self.slot_values);
         let raw = |slot: usize, position: u32| kernel::raw(scores, read[slot], position);
         let value =

@@ -132,25 +132,25 @@ impl<'a> Valuer<'a> {
 /// adds: the method's [`Term`].
 #[inline(always)]
 pub fn term(plan: &Plan, list: usize, position: u32, v: f64) -> f64 {
-    let w = plan.weights[list];
-    match plan.fusion.method.term() {
-        Term::Reciprocal | Term::RankBiased | Term::InverseSquare => {
-            plan.rank_term(list, position as usize)
-        }
-        Term::Vote => w,
-        t => value_term(t, w, v),
+    let t = plan.fusion.method.term();
+    if t.of_rank() {
+        return plan.rank_term(list, position as usize);
     }
+    value_term(t, plan.weights[list], v)
 }
 
 /// The term of a normalised value `v` (BordaFuse: points) of a list of weight `w`.
 #[inline(always)]
 pub fn value_term(t: Term, w: f64, v: f64) -> f64 {
     match t {
+        Term::Value => v,
         Term::Points | Term::Weighted => w * v,
         Term::WeightedLog if v > 0.0 => w * v.ln(),
         Term::WeightedInverse if v > 0.0 => w / v,
         Term::WeightedLog | Term::WeightedInverse => 0.0,
-        _ => v,
+        Term::Vote => w,
+        // Terms of the rank, not of a value: the plan's rank terms.
+        Term::Reciprocal | Term::RankBiased | Term::InverseSquare => f64::NAN,
     }
 }
 
@@ -1027,6 +1027,14 @@ fn per_term<R>(t: Term, f: impl FnOnce(Term) -> R) -> R {
     }
 }
 
+/// A list's window, as [`Terms`] makes its terms.
+enum Window<'a> {
+    /// Its raw scores and their normalisation.
+    Scores(&'a [f64], ListNorm),
+    /// `n` items valued by the rank norm, `counted` of them counted.
+    Rank { n: usize, counted: u32 },
+}
+
 impl Terms {
     /// Whether the scan can add terms made before it for `plan`: a score-based method summing
     /// terms, picking a value (max, min, med) or one of the means, over scores or the rank
@@ -1059,11 +1067,7 @@ impl Terms {
         holes: impl Fn(usize, usize) -> u32,
         cancel: &Cancel<'_>,
     ) -> bool {
-        let method = plan.fusion.method;
-        let how = method.combine();
-        let t = method.term();
         let by_rank = plan.norm == Norm::Rank;
-        let means = matches!(how, Combine::GeometricMean | Combine::HarmonicMean);
         self.terms.clear();
         self.kept.clear();
         // Qdrant's dbsf: every list's statistics at once (see `welford`).
@@ -1085,7 +1089,12 @@ impl Terms {
             welford(&self.values, &bounds[..=read.len()], &mut stats);
             for (slot, norm) in dbsf_norms.iter_mut().enumerate().take(read.len()) {
                 let n = bounds[slot + 1] - bounds[slot];
-                *norm = (n > 0).then(|| dbsf(n, stats[slot]));
+                if n > 0 {
+                    match dbsf(read[slot], n, stats[slot]) {
+                        Ok(made) => *norm = Some(made),
+                        Err(_) => return false,
+                    }
+                }
             }
         }
         for (slot, &list) in read.iter().enumerate() {
@@ -1118,83 +1127,100 @@ impl Terms {
                     Err(_) => return false,
                 }
             };
-            let w = plan.weights[list];
-            let start = self.terms.len();
-            let mut values_finite = true;
-            if means {
-                // Each value once (the rank norm's: 1 - p / counted): its term, and whether it
-                // is kept.
-                let n_read = f64::from(counted);
-                for p in 0..n {
-                    let v = match row.get(p) {
-                        Some(&x) if !by_rank => norm.apply(s * x),
-                        _ => 1.0 - p as f64 / n_read,
-                    };
-                    values_finite &= v.is_finite();
-                    self.kept.push(u8::from(v > 0.0));
-                    self.terms.push(value_term(t, w, v));
-                }
-            } else if by_rank {
-                // The rank norm's values depend only on (n, counted): computed once for every
-                // list of that shape (a division each), then only the terms.
-                if self.rank_shape != (n, counted) {
-                    self.rank.clear();
-                    let n_read = f64::from(counted);
-                    self.rank.extend((0..n).map(|p| 1.0 - p as f64 / n_read));
-                    self.rank_shape = (n, counted);
-                }
-                let (terms, rank) = (&mut self.terms, &self.rank);
-                per_term(t, |t| {
-                    terms.extend(rank.iter().map(|&v| value_term(t, w, v)))
-                });
+            self.starts[slot] = self.terms.len();
+            let window = if by_rank {
+                Window::Rank { n, counted }
             } else {
-                self.push_terms(t, w, s, norm, row);
+                Window::Scores(row, norm)
+            };
+            if !self.push_list(plan, list, window, |p| !is_hole(list, p)) {
+                return false;
             }
-            // A normalised value that is not finite, or a term that overflows (the
-            // contributions' path reports the score it makes); a hole's value is never read.
-            let made = &self.terms[start..];
-            if !values_finite || !made.iter().all(|v| v.is_finite()) {
-                let hole_or_finite = |p: usize| made[p].is_finite() || is_hole(list, p);
-                if means || by_rank || !(0..made.len()).all(hole_or_finite) {
-                    return false;
-                }
-            }
-            if how == Combine::ArithmeticMean {
-                let value = |p: usize| {
-                    if by_rank {
-                        self.rank[p]
-                    } else {
-                        norm.apply(s * row[p])
-                    }
-                };
-                if !(0..n).all(|p| value(p) >= 0.0) {
-                    return false;
-                }
-            }
-            self.starts[slot] = start;
             self.holes[slot] = holes;
         }
         true
     }
 
-    /// Appends the term of every score of `row` (of sign `s`, normalised by `norm`) for a list
-    /// of weight `w`: one loop per norm and term, each simple enough to vectorise.
-    fn push_terms(&mut self, t: Term, w: f64, s: f64, norm: ListNorm, row: &[f64]) {
+    /// Appends the terms of list `list`'s window for `plan`'s method and, for the geometric and
+    /// harmonic means, whether each value is kept. True when every value read is finite (the
+    /// arithmetic mean's not negative) and every term too: the contributions' path reports what
+    /// is not. `read(p)` says whether position p is read (a hole is not); the means and the rank
+    /// norm ask it of every position.
+    fn push_list(
+        &mut self,
+        plan: &Plan,
+        list: usize,
+        window: Window<'_>,
+        read: impl Fn(usize) -> bool,
+    ) -> bool {
+        let (n, row, rank, norm) = match window {
+            Window::Scores(row, norm) => (row.len(), row, None, norm),
+            Window::Rank { n, counted } => (n, &[][..], Some(counted), ListNorm::Identity),
+        };
+        let method = plan.fusion.method;
+        let (t, how) = (method.term(), method.combine());
+        let (w, s) = (plan.weights[list], sign(plan, list));
+        let start = self.terms.len();
+        if let Some(counted) = rank {
+            // The rank norm's values depend only on (n, counted): computed once for every list
+            // of that shape (a division each), kept from list to list and query to query.
+            if self.rank_shape != (n, counted) {
+                self.rank.clear();
+                let r = |p: usize| rank_norm(Norm::Rank, 0.0, counted, p as u64 + 1);
+                self.rank.extend((0..n).map(r));
+                self.rank_shape = (n, counted);
+            }
+        }
+        let value = |p: usize| match rank {
+            Some(_) => self.rank[p],
+            None => norm.apply(s * row[p]),
+        };
+        let mut values_ok = true;
+        if how.is_mean() {
+            // Each value once: its term, and whether the mean keeps it.
+            let keeps = matches!(how, Combine::GeometricMean | Combine::HarmonicMean);
+            for p in 0..n {
+                let v = value(p);
+                values_ok &= v.is_finite() && (how != Combine::ArithmeticMean || kept(how, v));
+                if keeps {
+                    self.kept.push(u8::from(kept(how, v)));
+                }
+                self.terms.push(value_term(t, w, v));
+            }
+            let made = &self.terms[start..];
+            return values_ok && made.iter().all(|v| v.is_finite());
+        }
         let terms = &mut self.terms;
-        per_variant(norm, |norm| {
+        if rank.is_some() {
+            let rank = &self.rank;
             per_term(t, |t| {
-                terms.extend(row.iter().map(|&x| value_term(t, w, norm.apply(s * x))))
-            })
-        });
+                terms.extend(rank.iter().map(|&v| value_term(t, w, v)))
+            });
+        } else {
+            // One loop per norm and term, each simple enough to vectorise.
+            per_variant(norm, |norm| {
+                per_term(t, |t| {
+                    terms.extend(row.iter().map(|&x| value_term(t, w, norm.apply(s * x))));
+                });
+                values_ok = row.iter().all(|&x| norm.apply(s * x).is_finite());
+            });
+        }
+        let made = &self.terms[start..];
+        if values_ok && made.iter().all(|v| v.is_finite()) {
+            return true;
+        }
+        // Something not finite: right only where it is never read, a value the scan skips.
+        rank.is_none()
+            && (0..made.len()).all(|p| !read(p) || (made[p].is_finite() && value(p).is_finite()))
     }
 
     /// The terms of every item of the windows of the lists read, each list normalised by its
     /// `norms` (of its counted items, [`Scored::normalise`]): for a scan that skipped a repeat,
     /// whose norms are only known after it. The same values, bit for bit, as [`Valuer::value`]
-    /// and [`term`] of each item. Holes and repeats get terms too (never read): whether the
-    /// terms read are finite is the caller's to check. False (the contributions' path then
-    /// scores, and reports what is wrong) when a list read has no scores or, for a mean, a
-    /// value is not finite or, for the arithmetic mean, negative.
+    /// and [`term`] of each item. False (each key's values are then made one by one, and the
+    /// contributions' path reports what is wrong) when a list read has no scores, or a value
+    /// or a term of its window — holes and repeats included — is not finite (the arithmetic
+    /// mean's: negative).
     pub fn after_scan(
         &mut self,
         plan: &Plan,
@@ -1202,8 +1228,6 @@ impl Terms {
         scores: Scores<'_>,
         norms: &[ListNorm],
     ) -> bool {
-        let (t, how) = (plan.fusion.method.term(), plan.fusion.method.combine());
-        let keeps = matches!(how, Combine::GeometricMean | Combine::HarmonicMean);
         self.terms.clear();
         self.kept.clear();
         for (slot, &list) in read.iter().enumerate() {
@@ -1211,21 +1235,9 @@ impl Terms {
                 return false;
             };
             let row = &row[..plan.read_len(list, row.len())];
-            let (w, s, norm) = (plan.weights[list], sign(plan, list), norms[list]);
             self.starts[slot] = self.terms.len();
-            if !how.is_mean() {
-                self.push_terms(t, w, s, norm, row);
-                continue;
-            }
-            for &x in row {
-                let v = norm.apply(s * x);
-                if !v.is_finite() || (how == Combine::ArithmeticMean && v < 0.0) {
-                    return false;
-                }
-                if keeps {
-                    self.kept.push(u8::from(v > 0.0));
-                }
-                self.terms.push(value_term(t, w, v));
+            if !self.push_list(plan, list, Window::Scores(row, norms[list]), |_| true) {
+                return false;
             }
         }
         true

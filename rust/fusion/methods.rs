@@ -97,6 +97,20 @@ pub enum Combine {
 }
 
 impl Term {
+    /// Whether it is a term of the rank alone (the plan's rank terms: RRF, RBC, the ISR
+    /// family), computed once per position for every query ([`super::params::Plan`]).
+    pub fn of_rank(self) -> bool {
+        match self {
+            Term::Reciprocal | Term::RankBiased | Term::InverseSquare => true,
+            Term::Points
+            | Term::Vote
+            | Term::Value
+            | Term::Weighted
+            | Term::WeightedLog
+            | Term::WeightedInverse => false,
+        }
+    }
+
     /// The formula, as docs/semantics.md writes it.
     pub fn formula(self) -> &'static str {
         match self {
@@ -290,6 +304,15 @@ impl Method {
         METHODS.iter().map(|m| m.name)
     }
 
+    /// Whether `optimize` can score its settings from one traced fusion
+    /// ([`crate::optimize`]): a sum of its terms, perhaps times a factor of the lists holding
+    /// the key, each term a function of one list's rank or normalised value (not BordaFuse's
+    /// points, which count the keys).
+    pub fn scored_from_trace(self) -> bool {
+        let info = self.info();
+        matches!(info.combine, Combine::Sum | Combine::Times(_)) && info.term != Term::Points
+    }
+
     /// Whether the values come from the ranks (no normalisation, no scores needed).
     #[inline]
     pub fn is_rank_based(self) -> bool {
@@ -411,7 +434,6 @@ mod tests {
             assert_eq!(n.norm as usize, i, "{}", n.name);
             assert_eq!(Norm::from_name(n.name), Some(n.norm));
         }
-        assert_eq!(METHODS.len(), 22);
         assert_eq!(Method::from_name("nope"), None);
     }
 }

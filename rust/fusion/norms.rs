@@ -52,19 +52,7 @@ pub fn list_norm(
     cancel: &Cancel<'_>,
 ) -> Result<ListNorm> {
     let n = values.len() as f64;
-    let finite = |statistic: f64, what: &str| {
-        if statistic.is_finite() {
-            return Ok(statistic);
-        }
-        Err(Error::invalid(
-            "scores",
-            format!(
-                "norm='{}' cannot normalise scores[{list}]: {what} overflows a float",
-                norm.name()
-            ),
-        )
-        .for_list(list))
-    };
+    let finite = |statistic: f64, what: &str| checked(norm, list, statistic, what);
     // Python's min and max: the first of the smallest (largest) values. (`f64::min` and
     // `f64::max` may return either of two equal zeros.)
     let (mut low, mut high) = (values[0], values[0]);
@@ -134,13 +122,7 @@ pub fn list_norm(
         Norm::Dbsf => {
             let mut stats = [(0.0, 0.0)];
             welford(values, &[0, values.len()], &mut stats);
-            match dbsf(values.len(), stats[0]) {
-                ListNorm::Affine { sub, div } => ListNorm::Affine {
-                    sub,
-                    div: finite(div, "the span of mean -/+ 3 sd of its scores")?,
-                },
-                other => other,
-            }
+            dbsf(list, values.len(), stats[0])?
         }
     })
 }
@@ -171,23 +153,39 @@ pub fn welford(values: &[f64], bounds: &[usize], stats: &mut [(f64, f64)]) {
     }
 }
 
-/// Qdrant's distribution-based normalisation of a list of `n` scores (not empty) of Welford's
-/// (mean, sum of squared deviations) `stats`: sample sd, mean -/+ 3 sd, not clipped; one score,
-/// or the two bounds equal, 0.5.
-pub fn dbsf(n: usize, (mean, m2): (f64, f64)) -> ListNorm {
+/// Qdrant's distribution-based normalisation of list `list` of `n` scores (not empty) of
+/// Welford's (mean, sum of squared deviations) `stats`: sample sd, mean -/+ 3 sd, not clipped;
+/// one score, or the two bounds equal, 0.5. A span that overflows (a sd that does) is an error.
+pub fn dbsf(list: usize, n: usize, (mean, m2): (f64, f64)) -> Result<ListNorm> {
     if n == 1 {
-        return ListNorm::Constant(0.5);
+        return Ok(ListNorm::Constant(0.5));
     }
     let sd = (m2 / (n as f64 - 1.0)).sqrt();
     let (low, high) = (mean - 3.0 * sd, mean + 3.0 * sd);
     if low == high {
-        ListNorm::Constant(0.5)
-    } else {
-        ListNorm::Affine {
-            sub: low,
-            div: high - low,
-        }
+        return Ok(ListNorm::Constant(0.5));
     }
+    let span = "the span of mean -/+ 3 sd of its scores";
+    Ok(ListNorm::Affine {
+        sub: low,
+        div: checked(Norm::Dbsf, list, high - low, span)?,
+    })
+}
+
+/// `statistic` of list `list`'s scores under `norm`, when it is finite; else the error saying
+/// that `what` overflows a float.
+fn checked(norm: Norm, list: usize, statistic: f64, what: &str) -> Result<f64> {
+    if statistic.is_finite() {
+        return Ok(statistic);
+    }
+    Err(Error::invalid(
+        "scores",
+        format!(
+            "norm='{}' cannot normalise scores[{list}]: {what} overflows a float",
+            norm.name()
+        ),
+    )
+    .for_list(list))
 }
 
 /// The canonical sum of `term(0..n)` (see [`canonical_sum`]; terms may be infinite, and a NaN
@@ -291,24 +289,6 @@ pub fn root_sum_squares(
         return top * (canonical_sum_of(n, scaled, scratch) / divisor).sqrt();
     }
     root
-}
-
-/// The median of `values` (more than two sorted in place, stably: equal values keep their
-/// order, as Python's `sorted` keeps them): the middle one, or the mean of the two middle ones.
-pub fn median(values: &mut [f64]) -> f64 {
-    // One or two values need no sort (a sum does not depend on the order of its two terms).
-    match *values {
-        [v] => return v,
-        [a, b] => return (a + b) / 2.0,
-        _ => {}
-    }
-    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    let half = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[half]
-    } else {
-        (values[half - 1] + values[half]) / 2.0
-    }
 }
 
 #[cfg(test)]

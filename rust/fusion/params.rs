@@ -920,7 +920,14 @@ impl Plan {
                 let rank = position as u64 + 1;
                 1.0 / (rank * rank) as f64
             }
-            _ => reciprocal(w, self.fusion.k(), position as u32),
+            Term::Reciprocal => reciprocal(w, self.fusion.k(), position as u32),
+            // Not terms of the rank: never asked.
+            Term::Points
+            | Term::Vote
+            | Term::Value
+            | Term::Weighted
+            | Term::WeightedLog
+            | Term::WeightedInverse => f64::NAN,
         }
     }
 }

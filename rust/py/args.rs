@@ -236,7 +236,7 @@ pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
 
 /// A choice argument: one of `names` (a str); a non-str is a TypeError, another str a
 /// ValueError (`params::not_one_of`).
-fn choice<'n, T>(
+pub fn choice<'n, T>(
     value: Borrowed<'_, '_, PyAny>,
     name: &str,
     names: impl IntoIterator<Item = &'n str>,

@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use super::args::Arg;
 use super::batch;
 use super::query;
-use super::settings::{self, settings_of};
+use super::settings::{self, fusion_of};
 use crate::fusion as core;
 use crate::fusion::params::Setting;
 
@@ -35,15 +35,6 @@ use crate::fusion::params::Setting;
 #[pyclass(frozen, module = "rankfusion", name = "Fusion")]
 pub struct PyFusion {
     pub fusion: core::Fusion,
-}
-
-/// A checked fusion from the keyword arguments `kwargs` of `function`, which takes `allowed`.
-pub fn fusion_of(
-    kwargs: Option<&Bound<'_, PyDict>>,
-    allowed: &[&str],
-    function: &str,
-) -> PyResult<core::Fusion> {
-    Ok(settings_of(kwargs, allowed, function)?.check()?)
 }
 
 /// A setting's value as Python shows it (`to_dict`, `repr`).
@@ -444,6 +435,8 @@ pub struct PyMethodInfo {
     combine: &'static str,
     /// Where the definition comes from.
     anchor: &'static str,
+    /// Whether `rankfusion.optimize` scores its settings from one traced fusion.
+    traced: bool,
 }
 
 #[pymethods]
@@ -491,6 +484,7 @@ pub fn register_tables(m: &Bound<'_, PyModule>) -> PyResult<()> {
             term: info.term.formula(),
             combine: info.combine.formula(),
             anchor: info.anchor,
+            traced: info.method.scored_from_trace(),
         };
         methods.set_item(info.name, Bound::new(py, row)?)?;
     }

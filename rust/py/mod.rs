@@ -8,6 +8,7 @@
 mod args;
 mod arrays;
 mod batch;
+mod compare;
 mod errors;
 mod fusion;
 mod gc;
@@ -42,5 +43,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hybrid::_fuse_live_pairs, m)?)?;
     m.add_class::<optimize::PyTrace>()?;
     fusion::register_tables(m)?;
+    compare::register(m)?;
     trec::register(m)
 }

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::errors::{core_error, text};
 use super::fusion::fusion_arg;
 use super::results::HIT;
-use super::signals::Signals;
+use super::signals::{self, Signals};
 use crate::error::Error;
 use crate::pool;
 use crate::trec::fuse::{self, fused_run, RunFile as CoreRunFile};
@@ -86,8 +86,19 @@ fn parse_run<'py>(
         py.detach(|| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel));
     signals.raise()?;
     let queries = queries.map_err(|e| core_error(py, e, Some(path)))?;
-    new_list(py, queries.len(), |i| {
-        let q = &queries[i];
+    // The objects (a str and a float a line) are made with the GIL held: signals are checked
+    // every CHECK_LINES lines, and an interrupted call's objects are freed on another thread.
+    let mut built: Vec<Py<PyAny>> = Vec::with_capacity(queries.len());
+    let mut lines = 0usize;
+    for q in &queries {
+        if lines >= CHECK_LINES {
+            lines = 0;
+            if let Err(e) = py.check_signals() {
+                signals::free_later(py, built);
+                return Err(e);
+            }
+        }
+        lines += q.docids.len();
         let docids = new_list(py, q.docids.len(), |j| {
             Ok(text(py, &bytes[q.docids[j].clone()])?.into_any())
         })?;
@@ -95,9 +106,15 @@ fn parse_run<'py>(
             Ok(PyFloat::new(py, q.scores[j]).into_any())
         })?;
         let qid = text(py, &bytes[q.qid.clone()])?;
-        Ok(PyTuple::new(py, [qid.into_any(), docids.into_any(), scores.into_any()])?.into_any())
-    })
+        let query = PyTuple::new(py, [qid.into_any(), docids.into_any(), scores.into_any()])?;
+        built.push(query.into_any().unbind());
+    }
+    PyList::new(py, built)
 }
+
+/// `_parse_run` checks for signals (Ctrl-C) after about this many lines made into objects
+/// (~10 ms).
+const CHECK_LINES: usize = 1 << 16;
 
 /// A gain: an i64, or the Python int that `int()` makes of a field the core leaves to it.
 enum Gain {
