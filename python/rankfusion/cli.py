@@ -1341,7 +1341,10 @@ examples:
 
 def _add_compare_command(commands: Any, fuse: argparse.ArgumentParser) -> None:
     """The ``compare`` command, and ``fuse --compare``."""
-    from ._compare import CORRECTIONS, TESTS
+    # the choices from the core, not from rankfusion._compare, which imports numpy: every
+    # command builds this parser, and numpy's import doubled `rankfusion fuse`'s start
+    from ._core import _CORRECTIONS as CORRECTIONS
+    from ._core import _TESTS as TESTS
 
     fuse.add_argument(
         "--compare",
