@@ -19,6 +19,73 @@ use crate::fusion::{params, trace, Caller, Hasher, IdTable, Plan, Rows, Trace, W
 use crate::memory::Buffer;
 use crate::pool;
 
+/// The pad value of a batch when none is given.
+pub const PAD: i64 = -1;
+
+/// Whether integers of a type (`signed` or not, of `bytes` bytes) widen to i64 without loss: the
+/// ids a batch takes (int8..int64, uint8..uint32).
+pub fn widens_to_i64(signed: bool, bytes: usize) -> bool {
+    bytes <= if signed { 8 } else { 4 }
+}
+
+/// List `i` of a batch's id arrays (the argument `name`: "ids", or rrf_batch's "lists") has
+/// `rows` rows, as many as the first, which has `first`.
+pub fn check_rows(name: &str, i: usize, rows: usize, first: usize) -> Result<(), Error> {
+    if rows == first {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        name,
+        format!("{name}[{i}] has {rows} rows (queries), {name}[0] has {first}"),
+    )
+    .for_list(i))
+}
+
+/// `scores[i]` of a batch has the shape of its ids (`{name}[i]`).
+pub fn check_scores_shape(
+    name: &str,
+    i: usize,
+    shape: (usize, usize),
+    ids: (usize, usize),
+) -> Result<(), Error> {
+    if shape == ids {
+        return Ok(());
+    }
+    let show = |(a, b)| crate::format::shape(&[a, b]);
+    Err(Error::invalid(
+        "scores",
+        format!(
+            "scores[{i}] has shape {} but {name}[{i}] has shape {}",
+            show(shape),
+            show(ids)
+        ),
+    )
+    .for_list(i))
+}
+
+/// The shapes of a batch result's arrays (`BatchResult`, `RevalidatedBatch`): ids (Q, W),
+/// scores (Q, W), counts (Q,), and each (name, shape) of `traced` (Q, W, L); the message of the
+/// first that is not.
+pub fn check_result_shapes(
+    ids: &[usize],
+    scores: &[usize],
+    counts: &[usize],
+    traced: &[(&str, &[usize])],
+) -> Result<(), String> {
+    if scores != ids || ids.get(..1) != Some(counts) {
+        return Err(format!(
+            "ids, scores and counts must have shapes (Q, W), (Q, W) and (Q,), got {ids:?}, \
+             {scores:?} and {counts:?}"
+        ));
+    }
+    match traced.iter().find(|(_, shape)| shape.get(..2) != Some(ids)) {
+        Some((name, _)) => Err(format!(
+            "{name} must have shape (Q, W, L) with (Q, W) = {ids:?}"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// One list of a batch: a (rows, cols) matrix of i64 ids in row-major order.
 #[derive(Clone, Copy, Debug)]
 pub struct IdMatrix<'a> {
@@ -570,6 +637,44 @@ pub fn fuse_batch_into_vecs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn id_types() {
+        assert!(widens_to_i64(true, 8) && widens_to_i64(true, 1) && widens_to_i64(false, 4));
+        assert!(!widens_to_i64(false, 8) && !widens_to_i64(true, 16));
+    }
+
+    #[test]
+    fn argument_and_result_shapes() {
+        assert_eq!(check_rows("ids", 1, 3, 3), Ok(()));
+        let e = check_rows("lists", 2, 4, 3).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "lists[2] has 4 rows (queries), lists[0] has 3"
+        );
+        assert_eq!((e.argument(), e.place()), (Some("lists"), (Some(2), None)));
+        assert_eq!(check_scores_shape("ids", 0, (2, 3), (2, 3)), Ok(()));
+        let e = check_scores_shape("ids", 1, (2, 4), (2, 3)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "scores[1] has shape (2, 4) but ids[1] has shape (2, 3)"
+        );
+        assert_eq!((e.argument(), e.place()), (Some("scores"), (Some(1), None)));
+        assert_eq!(check_result_shapes(&[2, 3], &[2, 3], &[2], &[]), Ok(()));
+        assert_eq!(
+            check_result_shapes(&[2, 3], &[2, 4], &[2], &[]),
+            Err(
+                "ids, scores and counts must have shapes (Q, W), (Q, W) and (Q,), got [2, 3], \
+                 [2, 4] and [2]"
+                    .into()
+            )
+        );
+        let traced: [(&str, &[usize]); 2] = [("ranks", &[2, 3, 5]), ("normalized", &[2, 2, 5])];
+        assert_eq!(
+            check_result_shapes(&[2, 3], &[2, 3], &[2], &traced),
+            Err("normalized must have shape (Q, W, L) with (Q, W) = [2, 3]".into())
+        );
+    }
     use crate::fusion::{self, canonical_sum, Duplicates, Fusion, Hit, TieBreak};
 
     use crate::testing::Rng;

@@ -200,6 +200,18 @@ impl Error {
         }
     }
 
+    /// The list and 0-based position in it of the input item the error is about: its
+    /// argument's item (`weights[i]`, `scores[i][j]`), the list of a normalised value that is not
+    /// finite, or a repeated key's place.
+    pub fn place(&self) -> (Option<usize>, Option<usize>) {
+        match (&self.item, &self.problem) {
+            (Some(Item { list, position }), _) => (Some(*list), *position),
+            (None, Problem::NonFiniteNormalized { list, .. }) => (Some(*list), None),
+            (None, Problem::DuplicateKey { key }) => (Some(key.list), Some(key.position)),
+            _ => (None, None),
+        }
+    }
+
     /// The same error with the key it is about (if any) looked up by `lookup(list, position)`.
     pub fn with_key(mut self, lookup: impl FnOnce(usize, usize) -> Option<Key>) -> Self {
         if let Problem::DuplicateKey { key }
@@ -355,5 +367,37 @@ impl Reason {
                 format!("query {} judges doc {} twice", repr(qid), repr(docid))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_of_errors() {
+        let e = Error::invalid("scores", "x").at_item(1, 3);
+        assert_eq!(e.place(), (Some(1), Some(3)));
+        assert_eq!(
+            Error::invalid("weights", "x").for_list(2).place(),
+            (Some(2), None)
+        );
+        assert_eq!(Error::invalid("k", "x").place(), (None, None));
+        let repeat = Error::from(Problem::DuplicateKey {
+            key: KeyRef::at(1, 4),
+        });
+        assert_eq!(repeat.place(), (Some(1), Some(4)));
+        let normalized = Error::from(Problem::NonFiniteNormalized {
+            key: KeyRef::at(0, 2),
+            list: 1,
+            value: f64::INFINITY,
+        });
+        assert_eq!(normalized.place(), (Some(1), None));
+        let score = Error::from(Problem::NonFiniteScore {
+            key: KeyRef::at(0, 2),
+            score: f64::INFINITY,
+            stage: Stage::Fused,
+        });
+        assert_eq!(score.place(), (None, None));
     }
 }

@@ -210,9 +210,28 @@ pub fn repr_approx(bytes: &[u8]) -> String {
     out
 }
 
+/// Python's `repr` of a tuple of ints (a numpy array's `shape`): `()`, `(5,)`, `(2, 3)`.
+pub fn shape(dims: &[usize]) -> String {
+    match dims {
+        [n] => format!("({n},)"),
+        _ => {
+            let dims: Vec<String> = dims.iter().map(usize::to_string).collect();
+            format!("({})", dims.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shapes_as_python_writes_them() {
+        assert_eq!(shape(&[]), "()");
+        assert_eq!(shape(&[5]), "(5,)");
+        assert_eq!(shape(&[2, 3]), "(2, 3)");
+        assert_eq!(shape(&[0, 1, 4]), "(0, 1, 4)");
+    }
 
     #[test]
     fn python_layout() {

@@ -46,6 +46,27 @@ pub struct Trace {
     max_ranks: Vec<usize>,
 }
 
+/// The (rows, width, lists) of a trace given as arrays of these shapes: ids (Q, W), ranks
+/// (Q, W, L) and normalized (Q, W, L); the message when they disagree.
+pub fn trace_shape(
+    ids: &[usize],
+    ranks: &[usize],
+    normalized: Option<&[usize]>,
+) -> std::result::Result<(usize, usize, usize), String> {
+    let (&[rows, width], &[_, _, lists]) = (ids, ranks) else {
+        return Err(format!(
+            "ids and ranks must have shapes (Q, W) and (Q, W, L), got {ids:?} and {ranks:?}"
+        ));
+    };
+    let same = |s: &[usize]| s.get(..2) == Some(&[rows, width][..]);
+    if !same(ranks) || normalized.is_some_and(|s| !same(s)) {
+        return Err(format!(
+            "ranks and normalized must have the shape ({rows}, {width}, lists)"
+        ));
+    }
+    Ok((rows, width, lists))
+}
+
 impl Trace {
     /// The trace of a batch fused with `trace=true` (as [`crate::batch::BatchOutput`] holds
     /// it). Errors (argument `trace`): arrays whose sizes do not match the shape, a count outside
@@ -404,6 +425,24 @@ mod tests {
     use super::*;
     use crate::batch::{fuse_batch_into_vecs, BatchOutput, Extra, IdMatrix};
     use crate::fusion::Fusion;
+
+    #[test]
+    fn trace_shapes() {
+        assert_eq!(trace_shape(&[2, 3], &[2, 3, 4], None), Ok((2, 3, 4)));
+        assert_eq!(
+            trace_shape(&[2, 3], &[2, 3, 4], Some(&[2, 3, 4])),
+            Ok((2, 3, 4))
+        );
+        assert_eq!(
+            trace_shape(&[2, 3], &[2, 3, 4], Some(&[2, 2, 4])),
+            Err("ranks and normalized must have the shape (2, 3, lists)".into())
+        );
+        assert_eq!(
+            trace_shape(&[2, 3], &[1, 3, 4], None),
+            Err("ranks and normalized must have the shape (2, 3, lists)".into())
+        );
+        assert!(trace_shape(&[2], &[2, 3, 4], None).is_err());
+    }
 
     use crate::testing::Rng;
 

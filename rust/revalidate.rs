@@ -17,11 +17,56 @@ use rayon::prelude::*;
 
 use crate::cancel::{self, Cancel};
 use crate::error::{Error, Result};
+use crate::fusion::params::Integer;
 use crate::fusion::{Hasher, IdTable};
 use crate::pool;
 
 /// The ids of a batch are read in pieces of this many, `cancel` polled between them.
 const PIECE: usize = 1 << 16;
+
+/// `pool_size`'s multiplier when none is given.
+pub const MULTIPLIER: u64 = 3;
+
+/// `revalidate_batch`'s pad: an int that fits in int64 (the reference's message for both
+/// bounds).
+pub fn pad(n: Integer) -> Result<i64> {
+    match n.digits {
+        None => Ok(n.value),
+        Some(digits) => Err(Error::invalid(
+            "pad",
+            format!("pad must fit in int64, got {digits}"),
+        )),
+    }
+}
+
+/// `revalidate_batch`'s scores have the shape of its ids.
+pub fn check_shapes(scores: &[usize], ids: &[usize]) -> Result<()> {
+    if scores == ids {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "scores",
+        format!(
+            "scores has shape {} but ids has shape {}",
+            crate::format::shape(scores),
+            crate::format::shape(ids)
+        ),
+    ))
+}
+
+/// `is_live`'s answer, of shape `shape`: one bool per unique id (`expected`).
+pub fn check_live_shape(shape: &[usize], expected: usize) -> Result<()> {
+    if shape == [expected] {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "is_live",
+        format!(
+            "is_live must return one bool per id ({expected}), got shape {}",
+            crate::format::shape(shape)
+        ),
+    ))
+}
 
 /// `limit` when the index filters before the scan (`pre_filtering`), else `limit * multiplier`.
 /// `None` when the product overflows.
@@ -41,6 +86,12 @@ pub struct Plan {
     /// Unique id index -> position of the id's first occurrence. Unique ids are numbered in
     /// first-seen order, so this is increasing.
     pub first: Vec<u32>,
+}
+
+/// Whether a revalidation of `n_unique` unique ids cut at `limit` asks the lookup at all (not
+/// for no ids, nor for `limit=0`).
+pub fn asks(n_unique: usize, limit: Option<usize>) -> bool {
+    n_unique > 0 && limit != Some(0)
 }
 
 impl Plan {
@@ -95,18 +146,24 @@ pub fn plan_ints(ids: &[i64], table: &mut IdTable) -> Result<Plan> {
     })
 }
 
-/// The order-preserving rebuild: the positions of the candidates whose id is live
-/// (`live[slots[position]]`), in input order, every occurrence of a duplicate kept, at most
-/// `limit` of them.
-pub fn rebuild(slots: &[u32], live: &[bool], limit: Option<usize>) -> Vec<u32> {
-    let limit = limit.unwrap_or(usize::MAX);
+/// The order-preserving rebuild: the candidates whose id is live (`live[slots[position]]`), in
+/// input order, every occurrence of a duplicate kept, as (position, index of its id among the
+/// unique ids); at most `limit` of them, unless `filtered` (a filter of the caller's decides
+/// which are kept, and stops at the limit itself).
+pub fn rebuild(
+    slots: &[u32],
+    live: &[bool],
+    limit: Option<usize>,
+    filtered: bool,
+) -> Vec<(u32, u32)> {
+    let limit = limit.filter(|_| !filtered).unwrap_or(usize::MAX);
     let mut kept = Vec::with_capacity(slots.len().min(limit));
     kept.extend(
         slots
             .iter()
             .enumerate()
             .filter(|&(_, &slot)| live[slot as usize])
-            .map(|(position, _)| position as u32)
+            .map(|(position, &slot)| (position as u32, slot))
             .take(limit),
     );
     kept
@@ -488,7 +545,7 @@ pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
 ) -> std::result::Result<Compacted, E> {
     let cancel = Cancel::none();
     let plan = batch.plan(&cancel)?;
-    let live = if plan.unique.is_empty() || limit == Some(0) {
+    let live = if !asks(plan.unique.len(), limit) {
         Vec::new()
     } else {
         let live = is_live(&plan.unique)?;
@@ -514,6 +571,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_lookup_is_asked_for_ids_and_a_limit_above_0() {
+        assert!(asks(1, None) && asks(2, Some(1)));
+        assert!(!asks(0, None) && !asks(3, Some(0)));
+    }
+
+    #[test]
+    fn arguments() {
+        let digits = |value, d: &str| Integer {
+            value,
+            digits: Some(d.to_owned()),
+        };
+        assert_eq!(pad(Integer::from(-1)), Ok(-1));
+        let e = pad(digits(i64::MIN, "-99999999999999999999")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pad must fit in int64, got -99999999999999999999"
+        );
+        assert_eq!(check_shapes(&[2, 3], &[2, 3]), Ok(()));
+        assert_eq!(
+            check_shapes(&[2], &[2, 3]).unwrap_err().to_string(),
+            "scores has shape (2,) but ids has shape (2, 3)"
+        );
+        assert_eq!(check_live_shape(&[4], 4), Ok(()));
+        let e = check_live_shape(&[2, 2], 4).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "is_live must return one bool per id (4), got shape (2, 2)"
+        );
+        assert_eq!(e.argument(), Some("is_live"));
+    }
+
+    #[test]
     fn pool_sizes() {
         assert_eq!(pool_size(2, true, 3), Some(2));
         assert_eq!(pool_size(2, false, 3), Some(6));
@@ -528,18 +617,23 @@ mod tests {
         assert_eq!(p.first, vec![0, 2, 3]);
         assert_eq!(p.slots, vec![0, 0, 1, 2, 1]);
         // 1 live, 2 live, 3 dead: every occurrence of 1 and 2, in input order.
+        let live = [true, true, false];
+        let positions =
+            |kept: Vec<(u32, u32)>| kept.into_iter().map(|(p, _)| p).collect::<Vec<_>>();
         assert_eq!(
-            rebuild(&p.slots, &[true, true, false], None),
-            vec![0, 1, 2, 4]
+            rebuild(&p.slots, &live, None, false),
+            vec![(0, 0), (1, 0), (2, 1), (4, 1)]
         );
         assert_eq!(
-            rebuild(&p.slots, &[true, true, false], Some(3)),
-            vec![0, 1, 2]
+            positions(rebuild(&p.slots, &live, Some(3), false)),
+            [0, 1, 2]
         );
+        // A filter of the caller's stops at the limit itself: every live candidate.
         assert_eq!(
-            rebuild(&p.slots, &[false, false, false], None),
-            Vec::<u32>::new()
+            positions(rebuild(&p.slots, &live, Some(3), true)),
+            [0, 1, 2, 4]
         );
+        assert_eq!(rebuild(&p.slots, &[false, false, false], None, false), []);
         assert_eq!(plan::<i64>(&[]).unwrap(), Plan::default());
     }
 

@@ -18,6 +18,16 @@ pub enum Kind {
     Score,
 }
 
+impl Kind {
+    /// Its name in `rankfusion.METHODS`: "rank" or "score".
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Rank => "rank",
+            Kind::Score => "score",
+        }
+    }
+}
+
 /// What one counted occurrence of a key at rank `r` of a list of weight `w` adds, `v` being its
 /// normalised value (or, for [`Term::Points`], its BordaFuse points).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -319,6 +319,18 @@ pub fn scores_len(got: usize, n_lists: usize) -> Result<()> {
     per_list("scores", got, n_lists, "entries")
 }
 
+/// `scores` of a list of queries: one entry per query.
+pub fn queries_scores_len(got: usize, n_queries: usize) -> Result<()> {
+    if got == n_queries {
+        Ok(())
+    } else {
+        Err(invalid(
+            "scores",
+            format!("scores has {got} entries for {n_queries} queries"),
+        ))
+    }
+}
+
 /// `scores[i]`'s length against its list's.
 pub fn list_scores_len(list: usize, got: usize, keys: usize) -> Result<()> {
     if got == keys {
@@ -362,7 +374,7 @@ pub fn normalizer(weights: &[f64], k: f64) -> Result<f64> {
 
 /// An integer setting that must be >= `minimum`, as a count; one beyond the i64 range is
 /// `usize::MAX` (no bound: no list is that long).
-fn count(name: &str, n: Integer, minimum: i64) -> Result<usize> {
+pub fn count(name: &str, n: Integer, minimum: i64) -> Result<usize> {
     if n.value < minimum {
         let shown = n.digits.unwrap_or_else(|| n.value.to_string());
         return Err(invalid(
@@ -374,6 +386,39 @@ fn count(name: &str, n: Integer, minimum: i64) -> Result<usize> {
         Some(_) => usize::MAX,
         None => usize::try_from(n.value).unwrap_or(usize::MAX),
     })
+}
+
+/// An integer that must fit in int64 (the reference's `_int64`).
+pub fn int64(name: &str, n: Integer) -> Result<i64> {
+    match n.digits {
+        None => Ok(n.value),
+        Some(digits) if n.value < 0 => Err(invalid(
+            name,
+            format!("{name} must be >= {}, got {digits}", i64::MIN),
+        )),
+        Some(digits) => Err(invalid(
+            name,
+            format!("{name} must fit in int64, got {digits}"),
+        )),
+    }
+}
+
+/// A choice argument `name` that is not one of `names`: `got` is the value as the message shows
+/// it (a str's repr; a value that is not a str, `wrong_type`, its type and repr).
+#[cold]
+pub fn not_one_of<'n>(
+    name: &str,
+    names: impl IntoIterator<Item = &'n str>,
+    got: &str,
+    wrong_type: bool,
+) -> Error {
+    let listed: Vec<String> = names.into_iter().map(|c| format!("'{c}'")).collect();
+    let message = format!("{name} must be one of ({}), got {got}", listed.join(", "));
+    if wrong_type {
+        Error::wrong_type(name, message)
+    } else {
+        invalid(name, message)
+    }
 }
 
 /// A real parameter (phi, gamma, sigma, min_score, boost_weight): finite.
@@ -652,6 +697,11 @@ impl Fusion {
         Ok(Plan::new(self.clone(), weights, normalizer))
     }
 
+    /// The `sigma` a fusion shows: logn_isr's (0.01 unless given); none for other methods.
+    pub fn sigma_setting(&self) -> Option<f64> {
+        (self.method == Method::LognIsr).then(|| self.sigma())
+    }
+
     /// A call's boost against the setting: both or neither.
     pub fn check_boost(&self, boost_given: bool) -> Result<()> {
         match (boost_given, self.boost_weight) {
@@ -709,6 +759,30 @@ impl Fusion {
     }
 }
 
+impl Fusion {
+    /// `Fusion(...)` as Python's `repr` of `rankfusion.Fusion` writes it: the settings given
+    /// (see [`Fusion::given`]), each as Python writes its value.
+    pub fn repr(&self) -> String {
+        let settings: Vec<String> = self
+            .given()
+            .into_iter()
+            .map(|(name, value)| format!("{name}={}", value.repr()))
+            .collect();
+        format!("Fusion({})", settings.join(", "))
+    }
+
+    /// A hash of the settings given: equal fusions (equal [`Fusion::given`]) hash alike.
+    pub fn hash_given(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for (name, value) in self.given() {
+            name.hash(&mut h);
+            value.hash(&mut h);
+        }
+        h.finish()
+    }
+}
+
 /// A setting's value, for [`Fusion::given`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Setting<'a> {
@@ -718,6 +792,41 @@ pub enum Setting<'a> {
     Count(usize),
     Flag(bool),
     Flags(&'a [bool]),
+}
+
+impl Setting<'_> {
+    /// The value as Python's `repr` writes it.
+    pub fn repr(&self) -> String {
+        let flag = |b: bool| if b { "True" } else { "False" };
+        match *self {
+            Setting::Name(n) => format!("'{n}'"),
+            Setting::Real(x) => format::float(x),
+            Setting::Reals(xs) => {
+                let xs: Vec<String> = xs.iter().map(|&x| format::float(x)).collect();
+                format!("[{}]", xs.join(", "))
+            }
+            Setting::Count(n) => n.to_string(),
+            Setting::Flag(b) => flag(b).to_owned(),
+            Setting::Flags(bs) => {
+                let bs: Vec<&str> = bs.iter().map(|&b| flag(b)).collect();
+                format!("[{}]", bs.join(", "))
+            }
+        }
+    }
+}
+
+impl std::hash::Hash for Setting<'_> {
+    /// The value's own hash (reals by their bits), without the variant.
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match *self {
+            Setting::Name(n) => n.hash(h),
+            Setting::Real(x) => x.to_bits().hash(h),
+            Setting::Reals(xs) => xs.iter().for_each(|x| x.to_bits().hash(h)),
+            Setting::Count(n) => n.hash(h),
+            Setting::Flag(b) => b.hash(h),
+            Setting::Flags(bs) => bs.hash(h),
+        }
+    }
 }
 
 /// A checked fusion for a call of a known number of lists: the settings, the weight of every
@@ -842,4 +951,91 @@ pub fn power(mut x: f64, mut n: u64) -> f64 {
         x *= x;
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn integer(value: i64, digits: Option<&str>) -> Integer {
+        Integer {
+            value,
+            digits: digits.map(str::to_owned),
+        }
+    }
+
+    fn message(e: Error) -> String {
+        e.to_string()
+    }
+
+    #[test]
+    fn counts_and_int64s() {
+        assert_eq!(count("limit", integer(3, None), 0), Ok(3));
+        assert_eq!(
+            count("limit", integer(i64::MAX, Some("9")), 0),
+            Ok(usize::MAX)
+        );
+        assert_eq!(
+            message(count("threads", integer(0, None), 1).unwrap_err()),
+            "threads must be >= 1, got 0"
+        );
+        let huge = "-99999999999999999999";
+        assert_eq!(
+            message(count("limit", integer(i64::MIN, Some(huge)), 0).unwrap_err()),
+            format!("limit must be >= 0, got {huge}")
+        );
+        assert_eq!(int64("pad", integer(-1, None)), Ok(-1));
+        assert_eq!(
+            message(int64("pad", integer(i64::MAX, Some("99999999999999999999"))).unwrap_err()),
+            "pad must fit in int64, got 99999999999999999999"
+        );
+        assert_eq!(
+            message(int64("pad", integer(i64::MIN, Some(huge))).unwrap_err()),
+            format!("pad must be >= -9223372036854775808, got {huge}")
+        );
+    }
+
+    #[test]
+    fn choices_and_lengths() {
+        let e = not_one_of("duplicates", Duplicates::NAMES, "'x'", false);
+        assert!(!e.is_type_error());
+        assert_eq!(
+            message(e),
+            "duplicates must be one of ('first', 'sum', 'error'), got 'x'"
+        );
+        let e = not_one_of("tie_break", TieBreak::NAMES, "int 3", true);
+        assert!(e.is_type_error());
+        assert_eq!(e.argument(), Some("tie_break"));
+        assert_eq!(queries_scores_len(2, 2), Ok(()));
+        assert_eq!(
+            message(queries_scores_len(1, 2).unwrap_err()),
+            "scores has 1 entries for 2 queries"
+        );
+    }
+
+    #[test]
+    fn repr_hash_and_sigma() {
+        let f = Fusion {
+            method: Method::Wsum,
+            norm: Some(Norm::MinMax),
+            weights: Some(vec![0.3, 0.7]),
+            lower_is_better: Some(vec![false, true]),
+            limit: Some(10),
+            ..Fusion::default()
+        };
+        assert_eq!(
+            f.repr(),
+            "Fusion(method='wsum', norm='min-max', weights=[0.3, 0.7], limit=10, \
+             lower_is_better=[False, True])"
+        );
+        assert_eq!(Fusion::default().repr(), "Fusion(method='rrf')");
+        assert_eq!(f.hash_given(), f.clone().hash_given());
+        assert_ne!(f.hash_given(), Fusion::default().hash_given());
+        assert_eq!(f.sigma_setting(), None);
+        let logn = Fusion {
+            method: Method::LognIsr,
+            ..Fusion::default()
+        };
+        assert_eq!(logn.sigma_setting(), Some(SIGMA));
+    }
 }

@@ -11,7 +11,7 @@ use pyo3::types::{
 use pyo3::{ffi, Borrowed};
 
 use super::errors::{type_error, value_error};
-use crate::fusion::params::{Duplicates, Integer, TieBreak};
+use crate::fusion::params::{self, Duplicates, Integer, TieBreak};
 use crate::fusion::{Method, Norm};
 use crate::trec::{Order, ReadDuplicates};
 
@@ -43,14 +43,24 @@ impl<'py> Arg<'py> {
     }
 }
 
-/// `type(value).__name__ + " " + repr(value)`, for messages.
-pub fn describe(value: &Bound<'_, PyAny>) -> String {
-    let name = value
+/// `type(value).__name__`, for messages.
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
         .get_type()
         .name()
         .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into());
-    format!("{name} {}", repr(value))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// `type(value).__name__ + " " + repr(value)`, for messages.
+pub fn describe(value: &Bound<'_, PyAny>) -> String {
+    format!("{} {}", type_name(value), repr(value))
+}
+
+/// `collections.abc.Mapping`.
+pub fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    MAPPING.import(py, "collections.abc", "Mapping")
 }
 
 pub fn repr(value: &Bound<'_, PyAny>) -> String {
@@ -63,9 +73,12 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
 /// [`as_tuple`] for a value read only by this call: a tuple made here (a copy of a list, say)
 /// is taken out of the cyclic collector's sight (`gc::untrack_own`), so that the collections
 /// that run while the call makes objects do not walk its items. The caller's own tuple is
-/// returned as it is.
-pub fn private_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
-    let tuple = as_tuple(value, name)?;
+/// returned as it is. Its name is made only for an error (`name()`: `lists[3]`).
+pub fn private_tuple<'py>(
+    value: &Bound<'py, PyAny>,
+    name: impl Fn() -> String,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let tuple = items_of(value, |string| not_iterable(value, &name(), string))?;
     if !tuple.is(value) {
         super::gc::untrack_own(&tuple);
     }
@@ -75,6 +88,29 @@ pub fn private_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bou
 /// Any iterable but str/bytes/bytearray, as a tuple (the input is never modified, and a tuple
 /// cannot change under us while the core works). Errors from the iteration itself propagate.
 pub fn as_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
+    items_of(value, |string| not_iterable(value, name, string))
+}
+
+/// The error of a value named `name` that is a string, or not iterable.
+#[cold]
+fn not_iterable(value: &Bound<'_, PyAny>, name: &str, string: bool) -> PyErr {
+    let what = if string {
+        "a non-string iterable"
+    } else {
+        "iterable"
+    };
+    type_error(
+        name,
+        format!("{name} must be {what}, got {}", describe(value)),
+    )
+}
+
+/// [`as_tuple`] with the error `refused(is_a_string)` for a str/bytes/bytearray or a value that
+/// is not iterable.
+pub fn items_of<'py>(
+    value: &Bound<'py, PyAny>,
+    refused: impl Fn(bool) -> PyErr,
+) -> PyResult<Bound<'py, PyTuple>> {
     if let Ok(t) = value.cast_exact::<PyTuple>() {
         return Ok(t.clone());
     }
@@ -85,20 +121,11 @@ pub fn as_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'p
         || value.is_instance_of::<PyBytes>()
         || value.is_instance_of::<PyByteArray>()
     {
-        return Err(type_error(
-            name,
-            format!(
-                "{name} must be a non-string iterable, got {}",
-                describe(value)
-            ),
-        ));
+        return Err(refused(true));
     }
     let iterator = value.try_iter().map_err(|e| {
         if e.is_instance_of::<PyTypeError>(value.py()) {
-            type_error(
-                name,
-                format!("{name} must be iterable, got {}", describe(value)),
-            )
+            refused(false)
         } else {
             e
         }
@@ -161,23 +188,9 @@ pub fn index<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, 
 }
 
 /// An integer (anything with `__index__`, not bool) that is >= `minimum`, saturated to
-/// `usize::MAX` when it is larger than any length ("no bound").
+/// `usize::MAX` when it is larger than any length ("no bound"): `params::count`.
 pub fn integer(value: &Bound<'_, PyAny>, name: &str, minimum: i64) -> PyResult<usize> {
-    let n = index(value, name)?;
-    match n.extract::<i64>() {
-        Ok(v) if v >= minimum => Ok(usize::try_from(v).unwrap_or(usize::MAX)),
-        Ok(_) => Err(below_minimum(name, minimum, &n)),
-        // Beyond i64: huge positive means "no bound"; huge negative is below the minimum.
-        Err(_) if n.lt(0)? => Err(below_minimum(name, minimum, &n)),
-        Err(_) => Ok(usize::MAX),
-    }
-}
-
-fn below_minimum(name: &str, minimum: i64, n: &Bound<'_, PyAny>) -> PyErr {
-    value_error(
-        name,
-        format!("{name} must be >= {minimum}, got {}", repr(n)),
-    )
+    Ok(params::count(name, integer_setting(value, name)?, minimum)?)
 }
 
 /// An integer setting (anything with `__index__`, not bool), for the core to check: its value
@@ -193,20 +206,9 @@ pub fn integer_setting(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Integer
     })
 }
 
-/// An integer (anything with `__index__`, not bool) that fits in int64, like the reference's
-/// `_int64`.
+/// An integer (anything with `__index__`, not bool) that fits in int64: `params::int64`.
 pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
-    let n = index(value, name)?;
-    n.extract::<i64>().map_err(|_| {
-        if n.lt(0).unwrap_or(false) {
-            value_error(
-                name,
-                format!("{name} must be >= {}, got {}", i64::MIN, repr(&n)),
-            )
-        } else {
-            value_error(name, format!("{name} must fit in int64, got {}", repr(&n)))
-        }
-    })
+    Ok(params::int64(name, integer_setting(value, name)?)?)
 }
 
 /// True or False: a `bool`, or a numpy bool (`numpy.bool_`: an item of a bool array).
@@ -233,34 +235,21 @@ pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
 }
 
 /// A choice argument: one of `names` (a str); a non-str is a TypeError, another str a
-/// ValueError, worded as the reference words them.
+/// ValueError (`params::not_one_of`).
 pub fn choice<'n, T>(
     value: Borrowed<'_, '_, PyAny>,
     name: &str,
     names: impl IntoIterator<Item = &'n str>,
     from_name: impl Fn(&str) -> Option<T>,
 ) -> PyResult<T> {
-    let listed = format!(
-        "({})",
-        names
-            .into_iter()
-            .map(|c| format!("'{c}'"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
     let value = value.to_owned();
     let Ok(s) = value.cast::<PyString>() else {
-        return Err(type_error(
-            name,
-            format!("{name} must be one of {listed}, got {}", describe(&value)),
-        ));
+        return Err(params::not_one_of(name, names, &describe(&value), true).into());
     };
-    from_name(&s.to_cow()?).ok_or_else(|| {
-        value_error(
-            name,
-            format!("{name} must be one of {listed}, got {}", repr(&value)),
-        )
-    })
+    match from_name(&s.to_cow()?) {
+        Some(v) => Ok(v),
+        None => Err(params::not_one_of(name, names, &repr(&value), false).into()),
+    }
 }
 
 macro_rules! choice_argument {

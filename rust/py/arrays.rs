@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 
 use super::args::integer;
 use super::errors::{type_error, value_error};
-use crate::batch::IdMatrix;
+use crate::batch::{self, IdMatrix};
 use crate::memory::Buffer;
 use crate::pool;
 
@@ -71,42 +71,49 @@ pub fn matrix<'py>(
     kinds: &[u8],
     what: &str,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let accepts = |kind, _| kinds.contains(&kind);
+    read_matrix(value, name, true, "must be a 2-D array", what, accepts)
+}
+
+/// A 2-D array whose dtype (kind, item size) `accepts`, checked before the shape: an ndarray as
+/// it is unless `convert`, any other value through `numpy.asarray` (its ValueError is ours:
+/// `{name} {not_array}: ...`); a dtype refused is a TypeError `{name} must be {what}, ...`.
+fn read_matrix<'py>(
+    value: &Bound<'py, PyAny>,
+    name: &str,
+    convert: bool,
+    not_array: &str,
+    what: &str,
+    accepts: impl Fn(u8, usize) -> bool,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
     let py = value.py();
     not_masked(value, name)?;
-    let array = match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
-        Ok(a) => a,
-        Err(e) if e.is_instance_of::<PyValueError>(py) => {
-            return Err(value_error(
-                name,
-                format!("{name} must be a 2-D array: {}", e.value(py)),
-            ))
-        }
-        Err(e) => return Err(e),
+    let array = match value.cast::<PyUntypedArray>() {
+        Ok(a) if !convert => a.clone(),
+        _ => match numpy(py)?.call_method1(intern!(py, "asarray"), (value,)) {
+            Ok(a) => a.cast_into::<PyUntypedArray>()?,
+            Err(e) if e.is_instance_of::<PyValueError>(py) => {
+                let message = format!("{name} {not_array}: {}", e.value(py));
+                return Err(value_error(name, message));
+            }
+            Err(e) => return Err(e),
+        },
     };
-    let array = array.cast_into::<PyUntypedArray>()?;
-    if !kinds.contains(&array.dtype().kind()) {
-        return Err(type_error(
-            name,
-            format!("{name} must be {what}, got dtype {}", array.dtype().str()?),
-        ));
+    let dtype = array.dtype();
+    if !accepts(dtype.kind(), dtype.itemsize()) {
+        let message = format!("{name} must be {what}, got dtype {}", dtype.str()?);
+        return Err(type_error(name, message));
     }
     if array.ndim() != 2 {
         return Err(value_error(
             name,
             format!(
                 "{name} must be a 2-D array (queries, candidates), got shape {}",
-                shape(&array)?
+                crate::format::shape(array.shape())
             ),
         ));
     }
     Ok(array)
-}
-
-pub fn shape(array: &Bound<'_, PyUntypedArray>) -> PyResult<String> {
-    Ok(array
-        .getattr(intern!(array.py(), "shape"))?
-        .repr()?
-        .to_string())
 }
 
 /// `array` as a C-contiguous array of `dtype` (itself when it already is one).
@@ -190,40 +197,12 @@ fn copy_ids(py: Python<'_>, ids: &[i64]) -> PyResult<Buffer<i64>> {
 /// TypeError, a wrong number of dimensions a ValueError.
 pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<'py>> {
     let py = value.py();
-    not_masked(value, name)?;
-    let array = match value.cast::<PyUntypedArray>() {
-        Ok(a) => a.clone(),
-        Err(_) => match numpy(py)?.call_method1("asarray", (value,)) {
-            Ok(a) => a.cast_into::<PyUntypedArray>()?,
-            Err(e) if e.is_instance_of::<PyValueError>(py) => {
-                return Err(value_error(
-                    name,
-                    format!("{name} is not a 2-D integer array: {}", e.value(py)),
-                ))
-            }
-            Err(e) => return Err(e),
-        },
-    };
+    let not_array = "is not a 2-D integer array";
+    let what = "an integer array that widens to int64";
+    let widens =
+        |kind, size| matches!(kind, b'i' | b'u') && batch::widens_to_i64(kind == b'i', size);
+    let array = read_matrix(value, name, false, not_array, what, widens)?;
     let dtype = array.dtype();
-    let (kind, size) = (dtype.kind(), dtype.itemsize());
-    if !((kind == b'i' && size <= 8) || (kind == b'u' && size <= 4)) {
-        return Err(type_error(
-            name,
-            format!(
-                "{name} must be an integer array that widens to int64, got dtype {}",
-                dtype.str()?
-            ),
-        ));
-    }
-    if array.ndim() != 2 {
-        return Err(value_error(
-            name,
-            format!(
-                "{name} must be a 2-D array (queries, candidates), got shape {}",
-                array.getattr("shape")?.repr()?
-            ),
-        ));
-    }
     let (rows, cols) = (array.shape()[0], array.shape()[1]);
     let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));
     if native && array.is_c_contiguous() && array.is_aligned() {

@@ -8,14 +8,15 @@
 //! numpy's MemoryError) and filled with the GIL released.
 
 use hashbrown::HashMap;
-use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods};
+use numpy::ndarray::Dimension;
+use numpy::{Element, PyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadwriteArray};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt};
 
-use super::args::{as_tuple, describe, int64, repr, Arg};
+use super::args::{as_tuple, describe, int64, Arg};
 use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
-use super::errors::{core_error, type_error, value_error};
+use super::errors::{core_error, type_error};
 use super::query::extract_boost;
 use super::results::BATCH_RESULT;
 use super::signals::Signals;
@@ -31,15 +32,7 @@ fn id_arrays<'py>(lists: &Bound<'py, PyAny>, name: &str) -> PyResult<Vec<IdArray
     for (i, item) in outer.iter().enumerate() {
         let a = id_array(&item, &format!("{name}[{i}]"))?;
         if let Some(first) = arrays.first() {
-            if a.rows != first.rows {
-                return Err(value_error(
-                    &format!("{name}[{i}]"),
-                    format!(
-                        "{name}[{i}] has {} rows (queries), {name}[0] has {}",
-                        a.rows, first.rows
-                    ),
-                ));
-            }
+            batch::check_rows(name, i, a.rows, first.rows)?;
         }
         arrays.push(a);
     }
@@ -136,45 +129,18 @@ fn fuse_rows<'py>(
         (None, None, None)
     };
     {
-        let borrow = |e: numpy::BorrowError| PyRuntimeError::new_err(e.to_string());
-        let slice = |e: numpy::AsSliceError| PyRuntimeError::new_err(e.to_string());
-        let mut ids_rw = ids.try_readwrite().map_err(borrow)?;
-        let mut scores_rw = scores.try_readwrite().map_err(borrow)?;
-        let mut counts_rw = counts.try_readwrite().map_err(borrow)?;
-        let mut ranks_rw = ranks
-            .as_ref()
-            .map(|a| a.try_readwrite())
-            .transpose()
-            .map_err(borrow)?;
-        let mut contributions_rw = contributions
-            .as_ref()
-            .map(|a| a.try_readwrite())
-            .transpose()
-            .map_err(borrow)?;
-        let mut normalized_rw = normalized
-            .as_ref()
-            .map(|a| a.try_readwrite())
-            .transpose()
-            .map_err(borrow)?;
+        let (mut ids_rw, mut scores_rw) = (writable(&ids)?, writable(&scores)?);
+        let mut counts_rw = writable(&counts)?;
+        let mut ranks_rw = ranks.as_ref().map(writable).transpose()?;
+        let mut contributions_rw = contributions.as_ref().map(writable).transpose()?;
+        let mut normalized_rw = normalized.as_ref().map(writable).transpose()?;
         let out = Output {
-            ids: ids_rw.as_slice_mut().map_err(slice)?,
-            scores: scores_rw.as_slice_mut().map_err(slice)?,
-            counts: counts_rw.as_slice_mut().map_err(slice)?,
-            ranks: ranks_rw
-                .as_mut()
-                .map(|a| a.as_slice_mut())
-                .transpose()
-                .map_err(slice)?,
-            contributions: contributions_rw
-                .as_mut()
-                .map(|a| a.as_slice_mut())
-                .transpose()
-                .map_err(slice)?,
-            normalized: normalized_rw
-                .as_mut()
-                .map(|a| a.as_slice_mut())
-                .transpose()
-                .map_err(slice)?,
+            ids: data(&mut ids_rw)?,
+            scores: data(&mut scores_rw)?,
+            counts: data(&mut counts_rw)?,
+            ranks: ranks_rw.as_mut().map(data).transpose()?,
+            contributions: contributions_rw.as_mut().map(data).transpose()?,
+            normalized: normalized_rw.as_mut().map(data).transpose()?,
         };
         let written = py.detach(|| fused.write(out, &cancel));
         if written.is_err() {
@@ -197,6 +163,24 @@ fn fuse_rows<'py>(
         fields.push(normalized.map_or_else(none, Bound::into_any));
     }
     BATCH_RESULT.make(py, fields)
+}
+
+/// A writable borrow of a new output array.
+fn writable<'py, T: Element, D: Dimension>(
+    array: &Bound<'py, PyArray<T, D>>,
+) -> PyResult<PyReadwriteArray<'py, T, D>> {
+    array
+        .try_readwrite()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// The data of a writable borrow (a new array: C-contiguous).
+fn data<'a, T: Element, D: Dimension>(
+    array: &'a mut PyReadwriteArray<'_, T, D>,
+) -> PyResult<&'a mut [T]> {
+    array
+        .as_slice_mut()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// A batch fused by `fusion`: `ids` (named `name`: "ids", or rrf_batch's "lists") per list a
@@ -228,22 +212,12 @@ pub fn batch<'py>(
                 continue;
             }
             let (data, shape) = float_matrix(&item, &format!("scores[{i}]"))?;
-            let expected = (arrays[i].rows, arrays[i].cols);
-            if shape != expected {
-                return Err(value_error(
-                    &format!("scores[{i}]"),
-                    format!(
-                        "scores[{i}] has shape {} but {name}[{i}] has shape {}",
-                        repr(shape.into_pyobject(py)?.as_any()),
-                        repr(expected.into_pyobject(py)?.as_any())
-                    ),
-                ));
-            }
+            batch::check_scores_shape(name, i, shape, (arrays[i].rows, arrays[i].cols))?;
             score_data[i] = Some(data);
         }
     }
     plan.check_scores_given(|i| score_data[i].is_some())?;
-    let pad = pad.or(-1, |v| int64(v, "pad"))?;
+    let pad = pad.or(batch::PAD, |v| int64(v, "pad"))?;
     let boost = extract_boost(boost, fusion)?
         .map(|b| boost_ids(&b))
         .transpose()?;
@@ -289,19 +263,11 @@ pub fn _bare_loop(
         .plan(matrices.len())
         .map_err(|e| core_error(py, e, None))?;
     let none = crate::cancel::Cancel::none();
-    let fused = py
-        .detach(|| {
-            batch::fuse_batch(
-                &matrices,
-                Extra::default(),
-                &plan,
-                -1,
-                false,
-                n_threads,
-                &none,
-            )
-        })
-        .map_err(|e| core_error(py, e, None))?;
+    let run = || {
+        let extra = Extra::default();
+        batch::fuse_batch(&matrices, extra, &plan, -1, false, n_threads, &none)
+    };
+    let fused = py.detach(run).map_err(|e| core_error(py, e, None))?;
     let (q, w) = (fused.rows(), fused.width());
     let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
     let times = py
@@ -309,15 +275,7 @@ pub fn _bare_loop(
             (0..repeat)
                 .map(|_| {
                     let t = std::time::Instant::now();
-                    let fused = batch::fuse_batch(
-                        &matrices,
-                        Extra::default(),
-                        &plan,
-                        -1,
-                        false,
-                        n_threads,
-                        &none,
-                    )?;
+                    let fused = run()?;
                     fused.write(
                         Output {
                             ids: &mut ids,

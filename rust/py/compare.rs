@@ -96,15 +96,7 @@ fn _paired_tests<'py>(
     let (x, tests, n) = rows(x, "x")?;
     let (y, _, _) = rows(y, "y")?;
     let streams = vector::<u64>(streams, "streams", "uint64")?;
-    if streams.len() != tests {
-        return Err(value_error(
-            "streams",
-            format!(
-                "streams must hold one stream per row of x ({tests}), got {}",
-                streams.len()
-            ),
-        ));
-    }
+    stats::check_streams(streams.len(), tests)?;
     let settings = Settings {
         test: choice(test.as_borrowed(), "test", Test::NAMES, Test::from_name)?,
         permutations: unsigned(permutations, "permutations")?,
@@ -164,11 +156,7 @@ fn _correct<'py>(
 #[pyfunction]
 fn _row_means<'py>(py: Python<'py>, values: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let (values, _, n) = rows(values, "values")?;
-    if n == 0 {
-        return Err(value_error("values", "values has no columns"));
-    }
-    let means: Vec<f64> = values.chunks_exact(n).map(stats::mean).collect();
-    Ok(means.into_pyarray(py).into_any())
+    Ok(stats::row_means(&values, n)?.into_pyarray(py).into_any())
 }
 
 /// Whether the randomization test of `n` queries with `permutations` enumerates every sign

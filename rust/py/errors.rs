@@ -13,7 +13,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use pyo3::{ffi, intern};
 
-use crate::error::{At, Error, Item, Key, KeyRef, Problem};
+use crate::error::{At, Error, Key, Problem};
 
 /// `bytes` as the TREC readers decode them: UTF-8, each undecodable byte a lone surrogate
 /// (`surrogateescape`).
@@ -103,36 +103,19 @@ fn ours(
 
 /// Our `TypeError` about the argument named `name` (see [`named`]).
 pub fn type_error(name: &str, reason: impl AsRef<str>) -> PyErr {
-    let (argument, list, rank) = named(name);
-    Python::attach(|py| {
-        ours(
-            py,
-            true,
-            reason.as_ref(),
-            Some(argument),
-            &At::Call,
-            list,
-            rank,
-            None,
-        )
-    })
+    about(true, name, reason.as_ref())
 }
 
 /// Our `ValueError` about the argument named `name` (see [`named`]).
 pub fn value_error(name: &str, reason: impl AsRef<str>) -> PyErr {
+    about(false, name, reason.as_ref())
+}
+
+/// Our exception (a `TypeError` or not) about the argument named `name`.
+fn about(type_error: bool, name: &str, reason: &str) -> PyErr {
     let (argument, list, rank) = named(name);
-    Python::attach(|py| {
-        ours(
-            py,
-            false,
-            reason.as_ref(),
-            Some(argument),
-            &At::Call,
-            list,
-            rank,
-            None,
-        )
-    })
+    let at = &At::Call;
+    Python::attach(|py| ours(py, type_error, reason, Some(argument), at, list, rank, None))
 }
 
 /// Whether `e` is one of our exceptions (as opposed to one raised by the caller's own
@@ -228,24 +211,15 @@ pub fn exception<'py>(
             Err(err) => err,
         };
     }
-    let (list, rank) = match (&e.item, e.key()) {
-        (Some(Item { list, position }), _) => (Some(*list), position.map(|p| p + 1)),
-        (None, Some(k)) => match &e.problem {
-            Problem::NonFiniteNormalized { list, .. } => (Some(*list), None),
-            Problem::DuplicateKey { .. } => (Some(k.list), Some(k.position + 1)),
-            _ => (None, None),
-        },
-        (None, None) => (None, None),
-    };
-    let key = match e.key() {
-        None => None,
-        Some(KeyRef { key: Some(k), .. }) => core_key(py, k).ok(),
-        Some(k) => key_at(k.list, k.position),
-    };
-    let key = match (e.key(), key) {
-        (Some(_), None) => Some(py.None().into_bound(py)),
-        (_, key) => key,
-    };
+    let (list, position) = e.place();
+    // A key the error is about: the core's, else the caller's object at its place, else None.
+    let key = e.key().map(|k| {
+        let key = match &k.key {
+            Some(key) => core_key(py, key).ok(),
+            None => key_at(k.list, k.position),
+        };
+        key.unwrap_or_else(|| py.None().into_bound(py))
+    });
     ours(
         py,
         e.is_type_error(),
@@ -253,7 +227,7 @@ pub fn exception<'py>(
         e.argument(),
         &e.at,
         list,
-        rank,
+        position.map(|p| p + 1),
         key,
     )
 }

@@ -10,9 +10,8 @@ use super::args::Arg;
 use super::batch;
 use super::query;
 use super::settings::{self, fusion_of};
-use crate::format;
+use crate::fusion as core;
 use crate::fusion::params::Setting;
-use crate::fusion::{self as core, Method};
 
 /// The settings of a fusion, checked once when it is made: call it on one query's lists
 /// (`f(lists, scores=None, boost=None)`), on a batch of id arrays (`f.batch(ids, scores=None,
@@ -48,28 +47,6 @@ fn setting_object<'py>(py: Python<'py>, value: Setting<'_>) -> PyResult<Bound<'p
         Setting::Flag(b) => b.into_pyobject(py)?.to_owned().into_any(),
         Setting::Flags(bs) => PyList::new(py, bs)?.into_any(),
     })
-}
-
-/// A setting's value as Python's `repr` writes it.
-fn setting_repr(value: Setting<'_>) -> String {
-    let flag = |b: bool| if b { "True" } else { "False" };
-    match value {
-        Setting::Name(n) => format!("'{n}'"),
-        Setting::Real(x) => format::float(x),
-        Setting::Reals(xs) => format!(
-            "[{}]",
-            xs.iter()
-                .map(|&x| format::float(x))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Setting::Count(n) => n.to_string(),
-        Setting::Flag(b) => flag(b).to_owned(),
-        Setting::Flags(bs) => format!(
-            "[{}]",
-            bs.iter().map(|&b| flag(b)).collect::<Vec<_>>().join(", ")
-        ),
-    }
 }
 
 #[pymethods]
@@ -177,13 +154,7 @@ impl PyFusion {
     }
 
     fn __repr__(&self) -> String {
-        let settings: Vec<String> = self
-            .fusion
-            .given()
-            .into_iter()
-            .map(|(name, value)| format!("{name}={}", setting_repr(value)))
-            .collect();
-        format!("Fusion({})", settings.join(", "))
+        self.fusion.repr()
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -199,20 +170,7 @@ impl PyFusion {
     }
 
     fn __hash__(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        for (name, value) in self.fusion.given() {
-            name.hash(&mut h);
-            match value {
-                Setting::Name(n) => n.hash(&mut h),
-                Setting::Real(x) => x.to_bits().hash(&mut h),
-                Setting::Reals(xs) => xs.iter().for_each(|x| x.to_bits().hash(&mut h)),
-                Setting::Count(n) => n.hash(&mut h),
-                Setting::Flag(b) => b.hash(&mut h),
-                Setting::Flags(bs) => bs.hash(&mut h),
-            }
-        }
-        h.finish()
+        self.fusion.hash_given()
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -313,7 +271,7 @@ impl PyFusion {
     /// logn_isr's sigma (0.01 unless given); None for the other methods.
     #[getter]
     fn sigma(&self) -> Option<f64> {
-        (self.fusion.method == Method::LognIsr).then(|| self.fusion.sigma())
+        self.fusion.sigma_setting()
     }
 
     #[getter]
@@ -518,10 +476,7 @@ pub fn register_tables(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for info in core::METHODS {
         let row = PyMethodInfo {
             name: info.name,
-            kind: match info.kind {
-                core::methods::Kind::Rank => "rank",
-                core::methods::Kind::Score => "score",
-            },
+            kind: info.kind.name(),
             weighted: info.weighted,
             params: PyTuple::new(py, info.params.iter().map(|p| p.name()))?.unbind(),
             norm: info.own_norm.map(|n| n.name()),

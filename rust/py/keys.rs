@@ -30,21 +30,25 @@ pub fn exact_ints(
             }
             // SAFETY: i < n <= len.
             let item = unsafe { list.get_borrowed_item_unchecked(i) };
-            if !item.is_exact_instance_of::<PyInt>() {
-                return Ok(None);
+            // An int beyond i64 sends us to the Python path.
+            match item.is_exact_instance_of::<PyInt>().then(|| as_i64(&item)) {
+                Some(Some(v)) => ints.push(v),
+                _ => return Ok(None),
             }
-            let mut overflow = 0;
-            // SAFETY: an exact int, GIL held. Overflow is reported through `overflow` (no
-            // exception is set) and sends us to the Python path; an exact int raises nothing else.
-            let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(item.as_ptr(), &mut overflow) };
-            if overflow != 0 {
-                return Ok(None);
-            }
-            ints.push(v);
         }
         out.push(ints);
     }
     Ok(Some(out))
+}
+
+/// An exact int's value, when it fits in i64.
+#[inline]
+pub fn as_i64(int: &Borrowed<'_, '_, PyAny>) -> Option<i64> {
+    let mut overflow = 0;
+    // SAFETY: an exact int, GIL held. Overflow is reported through `overflow` (no exception is
+    // set); an exact int raises nothing else.
+    let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(int.as_ptr(), &mut overflow) };
+    (overflow == 0).then_some(v)
 }
 
 pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {

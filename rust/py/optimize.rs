@@ -13,10 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::args::integer;
-use super::arrays::{borrow, contiguous, numpy, shape, slice, thread_count};
+use super::arrays::{borrow, contiguous, numpy, slice, thread_count};
 use super::errors::core_error;
 use super::fusion::fusion_arg;
-use crate::error::Error;
 use crate::optimize::{self, Trace};
 
 /// `value` as an array of `ndim` dimensions whose dtype kind is one of `kinds`, copied as a
@@ -41,7 +40,7 @@ fn copied<T: numpy::Element + Copy>(
     if array.ndim() != ndim {
         return Err(PyValueError::new_err(format!(
             "{name} must be a {ndim}-D array, got shape {}",
-            shape(&array)?
+            crate::format::shape(array.shape())
         )));
     }
     let converted = contiguous(&array, dtype)?;
@@ -49,10 +48,8 @@ fn copied<T: numpy::Element + Copy>(
     Ok((data, array.shape().to_vec()))
 }
 
-/// The error of setting `setting` (the core's, located at its row): our exception with the
-/// attribute `setting_index` added.
-fn setting_error(py: Python<'_>, setting: usize, e: Error) -> PyErr {
-    let err = core_error(py, e, None);
+/// The error `err` of setting `setting`, with the attribute `setting_index` added.
+fn of_setting(py: Python<'_>, setting: usize, err: PyErr) -> PyErr {
     let _ = err.value(py).setattr("setting_index", setting);
     err
 }
@@ -81,20 +78,10 @@ impl PyTrace {
         let values = normalized
             .map(|v| copied::<f64>(v, "normalized", 3, b"f", "float64"))
             .transpose()?;
-        let (rows, width, lists) = (shape[0], shape[1], ranks_shape[2]);
-        let same = |s: &[usize]| s[..2] == [rows, width];
-        if !same(&ranks_shape) || values.as_ref().is_some_and(|(_, s)| !same(s)) {
-            return Err(PyValueError::new_err(format!(
-                "ranks and normalized must have the shape ({rows}, {width}, lists)"
-            )));
-        }
-        let trace = Trace::new(
-            (rows, width, lists),
-            ids,
-            &counts,
-            ranks,
-            values.map(|(v, _)| v),
-        )?;
+        let values_shape = values.as_ref().map(|(_, s)| s.as_slice());
+        let shape = optimize::trace_shape(&shape, &ranks_shape, values_shape)
+            .map_err(PyValueError::new_err)?;
+        let trace = Trace::new(shape, ids, &counts, ranks, values.map(|(v, _)| v))?;
         Ok(PyTrace { trace })
     }
 
@@ -122,13 +109,11 @@ impl PyTrace {
         let mut plans = Vec::with_capacity(n);
         for (s, setting) in settings.iter().enumerate() {
             let plan = fusion_arg(&setting).and_then(|f| Ok(f.plan(lists)?));
-            plans.push(plan.inspect_err(|e| {
-                let _ = e.value(py).setattr("setting_index", s);
-            })?);
+            plans.push(plan.map_err(|e| of_setting(py, s, e))?);
         }
         let combined = py
             .detach(|| optimize::combine(&self.trace, &plans, cutoff, n_threads))
-            .map_err(|e| setting_error(py, e.setting, e.error))?;
+            .map_err(|e| of_setting(py, e.setting, core_error(py, e.error, None)))?;
         let counts = combined.counts.into_pyarray(py).reshape([n, rows])?;
         PyTuple::new(
             py,

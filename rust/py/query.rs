@@ -4,10 +4,10 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 
-use super::args::{as_tuple, describe, private_tuple, real, repr};
-use super::errors::{fusion_error, located, type_error, value_error};
+use super::args::{as_tuple, describe, mapping_type, private_tuple, real, repr};
+use super::errors::{fusion_error, located, type_error};
 use super::gc;
 use super::keys::{exact_ints, PyInterner};
 use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
@@ -32,7 +32,7 @@ pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, 
     let mut items = 0;
     let mut interrupted = None;
     for (i, l) in as_tuple(lists, "lists")?.iter().enumerate() {
-        let l = private_tuple(&l, &format!("lists[{i}]"))?;
+        let l = private_tuple(&l, || format!("lists[{i}]"))?;
         items += l.len();
         out.push(l);
         // Long lists take a while to copy: signals are checked between them.
@@ -80,8 +80,7 @@ fn raw_scores(
         if item.is_none() {
             continue;
         }
-        let name = format!("scores[{i}]");
-        let values = private_tuple(&item, &name)?;
+        let values = private_tuple(&item, || format!("scores[{i}]"))?;
         params::list_scores_len(i, values.len(), lists[i].len())?;
         let mut raw = Vec::with_capacity(values.len());
         let mut interrupted = None;
@@ -95,7 +94,7 @@ fn raw_scores(
             }
             let value = match x.cast_exact::<PyFloat>() {
                 Ok(f) => f.value(),
-                Err(_) => real(&x, &format!("{name}[{j}]"))?,
+                Err(_) => real(&x, &format!("scores[{i}][{j}]"))?,
             };
             raw.push(params::raw_score(value, read, i, j)?);
         }
@@ -135,11 +134,6 @@ pub fn extract_boost<'py>(
         values.set_item(&key, x)?;
     }
     Ok(Some(values))
-}
-
-fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    static MAPPING: pyo3::sync::PyOnceLock<Py<PyType>> = pyo3::sync::PyOnceLock::new();
-    MAPPING.import(py, "collections.abc", "Mapping")
 }
 
 /// A failure inside the scan of Python keys: the core's, or a key's own exception.
@@ -529,16 +523,7 @@ pub fn many<'py>(
         None => None,
         Some(s) => {
             let s = as_tuple(s, "scores")?;
-            if s.len() != queries.len() {
-                return Err(value_error(
-                    "scores",
-                    format!(
-                        "scores has {} entries for {} queries",
-                        s.len(),
-                        queries.len()
-                    ),
-                ));
-            }
+            params::queries_scores_len(s.len(), queries.len())?;
             Some(s)
         }
     };

@@ -219,25 +219,26 @@ pub static REVALIDATED: Spec = Spec {
     free: FreeList::new(),
 };
 
-/// ids (Q, W), scores (Q, W), counts (Q,), and optionally two (Q, W, L) arrays.
+/// The shapes of a batch result's arrays (`crate::batch::check_result_shapes`).
 fn batch_shapes(fields: &[Bound<'_, PyAny>]) -> PyResult<()> {
-    let shape = |i: usize| -> PyResult<Vec<usize>> { fields[i].getattr("shape")?.extract() };
-    let (ids, scores, counts) = (shape(0)?, shape(1)?, shape(2)?);
-    if scores != ids || counts[..] != ids[..1] {
-        return Err(PyValueError::new_err(format!(
-            "ids, scores and counts must have shapes (Q, W), (Q, W) and (Q,), got {ids:?}, \
-             {scores:?} and {counts:?}"
-        )));
-    }
-    for i in 3..fields.len() {
-        if !fields[i].is_none() && shape(i)?[..2] != ids[..] {
-            return Err(PyValueError::new_err(format!(
-                "{} must have shape (Q, W, L) with (Q, W) = {ids:?}",
-                ["ranks", "contributions"][i - 3]
-            )));
-        }
-    }
-    Ok(())
+    let shapes = fields
+        .iter()
+        .map(|f| match f.is_none() {
+            true => Ok(None),
+            false => f.getattr("shape")?.extract::<Vec<usize>>().map(Some),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let shape = |i: usize| shapes[i].as_deref().unwrap_or_default();
+    let traced: Vec<(&str, &[usize])> = (3..fields.len())
+        .filter_map(|i| {
+            Some((
+                BATCH_RESULT.fields[i].name.to_str().ok()?,
+                shapes[i].as_deref()?,
+            ))
+        })
+        .collect();
+    crate::batch::check_result_shapes(shape(0), shape(1), shape(2), &traced)
+        .map_err(PyValueError::new_err)
 }
 
 pub static BATCH_RESULT: Spec = Spec {
@@ -451,26 +452,12 @@ impl Spec {
     }
 
     /// A new instance from its fields (trusted: the core's own results); missing trailing
-    /// fields are None.
-    #[inline]
+    /// fields are None. Tracked by the cyclic collector (see [`Spec::make_array`] for records
+    /// that need not be).
     pub fn make<'py>(
         &'static self,
         py: Python<'py>,
         values: impl IntoIterator<Item = Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.make_tracked(py, values, true)
-    }
-
-    /// [`Spec::make`], tracked by the cyclic collector or not. A record whose fields are all
-    /// atomic (see [`is_atomic`]) cannot be part of a reference cycle, so it need not be tracked,
-    /// as CPython does not track such tuples: collections never traverse it (a page of millions
-    /// of hits would otherwise make collections of seconds, in which signals wait too).
-    #[inline(always)]
-    pub fn make_tracked<'py>(
-        &'static self,
-        py: Python<'py>,
-        values: impl IntoIterator<Item = Bound<'py, PyAny>>,
-        tracked: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let n = self.fields.len();
         // SAFETY: a record of this type has `n` fields, stored as `n` tuple items from
@@ -487,7 +474,7 @@ impl Spec {
                 *items.add(i) = v.into_ptr();
                 set = i + 1;
             }
-            Ok(self.finish(py, obj, set, reused, tracked))
+            Ok(self.finish(py, obj, set, reused, true))
         }
     }
 
@@ -502,7 +489,7 @@ impl Spec {
         match self.free.pop() {
             Some(p) => {
                 let obj = p as *mut ffi::PyObject;
-                // SAFETY: a dead instance of this type, revived here (see `make_tracked`).
+                // SAFETY: a dead instance of this type, revived here (see `make`).
                 unsafe { ffi::Py_INCREF(obj) };
                 Ok((obj, true)) // tracked in `finish`, unless its fields are atomic
             }
@@ -546,8 +533,12 @@ impl Spec {
         }
     }
 
-    /// [`Spec::make_tracked`] of `M` fields (at most the type's) given as an array: the fields
-    /// are written in place, with no iterator to step through.
+    /// [`Spec::make`] of `M` fields (at most the type's) given as an array: the fields are
+    /// written in place, with no iterator to step through; tracked by the cyclic collector or
+    /// not. A record whose fields are all atomic (see [`is_atomic`]) cannot be part of a
+    /// reference cycle, so it need not be tracked, as CPython does not track such tuples:
+    /// collections never traverse it (a page of millions of hits would otherwise make
+    /// collections of seconds, in which signals wait too).
     #[inline(always)]
     pub fn make_array<'py, const M: usize>(
         &'static self,
@@ -558,7 +549,7 @@ impl Spec {
         debug_assert!(M <= self.fields.len() && M >= self.visible.min(M));
         // The references are handed to the record (or released when no instance can be made).
         let values = std::mem::ManuallyDrop::new(values);
-        // SAFETY: as in `make_tracked`; each of `values` is stored once, its reference owned by
+        // SAFETY: as in `make`; each of `values` is stored once, its reference owned by
         // the record from then on.
         unsafe {
             let (obj, reused) = match self.instance(py) {

@@ -4,36 +4,22 @@
 
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
-use pyo3::ffi;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{
-    PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
-};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use super::args::{as_tuple, describe, index, integer, real, repr, Arg};
-use super::arrays::{borrow, contiguous, matrix, numpy, shape, slice};
+use super::args::{
+    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, real, type_name,
+    Arg,
+};
+use super::arrays::{borrow, contiguous, matrix, numpy, slice};
 use super::errors::{type_error, value_error};
-use super::keys::{hashable_type, PyInterner};
+use super::keys::{as_i64, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use super::signals::Signals;
 use crate::fusion::IdTable;
 use crate::revalidate::{self as core, Plan};
-
-fn mapping_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    MAPPING.import(py, "collections.abc", "Mapping")
-}
-
-fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
 
 /// Is `exc` an `Exception` (as opposed to a bare BaseException such as KeyboardInterrupt)?
 fn is_exception(py: Python<'_>, exc: &PyErr) -> bool {
@@ -61,7 +47,7 @@ pub fn pool_size<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let n = integer(limit, "limit", 0)?;
     let m = match &multiplier {
-        Arg::Missing => 3,
+        Arg::Missing => core::MULTIPLIER as usize,
         Arg::Given(v) => integer(v, "multiplier", 1)?,
     };
     let pre = filtering.is_instance_of::<PyString>() && filtering.eq("pre")?;
@@ -78,7 +64,7 @@ pub fn pool_size<'py>(
         return Ok(limit);
     }
     match multiplier {
-        Arg::Missing => limit.mul(3),
+        Arg::Missing => limit.mul(core::MULTIPLIER),
         Arg::Given(v) => limit.mul(index(&v, "multiplier")?),
     }
 }
@@ -101,47 +87,20 @@ fn pair<'py>(
             };
         }
     }
-    let items = if let Ok(t) = value.cast_exact::<PyTuple>() {
-        t.clone()
-    } else if let Ok(l) = value.cast_exact::<PyList>() {
-        l.to_tuple()
-    } else {
-        let bad = || {
-            type_error(
-                &format!("candidates[{i}]"),
-                format!(
-                    "candidates[{i}] must be an (id, score) pair, got {}",
-                    describe(value)
-                ),
-            )
-        };
-        if value.is_instance_of::<PyString>()
-            || value.is_instance_of::<PyBytes>()
-            || value.is_instance_of::<PyByteArray>()
-        {
-            return Err(bad());
-        }
-        let iterator = value.try_iter().map_err(|e| {
-            if e.is_instance_of::<PyTypeError>(value.py()) {
-                bad()
-            } else {
-                e
-            }
-        })?;
-        let items = PyList::empty(value.py());
-        for item in iterator {
-            items.append(item?)?;
-        }
-        items.to_tuple()
-    };
+    let name = format!("candidates[{i}]");
+    let items = items_of(value, |_| {
+        let message = format!(
+            "{name} must be an (id, score) pair, got {}",
+            describe(value)
+        );
+        type_error(&name, message)
+    })?;
     if items.len() != 2 {
-        return Err(value_error(
-            &format!("candidates[{i}]"),
-            format!(
-                "candidates[{i}] must be an (id, score) pair, got {} items",
-                items.len()
-            ),
-        ));
+        let message = format!(
+            "{name} must be an (id, score) pair, got {} items",
+            items.len()
+        );
+        return Err(value_error(&name, message));
     }
     // SAFETY: a tuple of two items.
     unsafe {
@@ -199,7 +158,7 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
             ));
         }
         if let Some(values) = &mut ints {
-            match exact_int.then(|| as_i64(&id)).flatten() {
+            match exact_int.then(|| as_i64(&id.as_borrowed())).flatten() {
                 Some(v) => values.push(v),
                 None => ints = None,
             }
@@ -213,15 +172,6 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
         });
     }
     Ok(Candidates { ids, ints, scores })
-}
-
-/// An exact int's value, when it fits in i64.
-fn as_i64(int: &Bound<'_, PyAny>) -> Option<i64> {
-    let mut overflow = 0;
-    // SAFETY: an exact int, GIL held. Overflow is reported through `overflow` (no exception is
-    // set); an exact int raises nothing else.
-    let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(int.as_ptr(), &mut overflow) };
-    (overflow == 0).then_some(v)
 }
 
 thread_local! {
@@ -313,7 +263,7 @@ pub fn revalidate<'py>(
 
     // 2. The plan. No ids, or limit 0: the lookup is not called at all.
     let plan = plan_ids(py, &candidates)?;
-    if plan.n_unique() == 0 || limit == Some(0) {
+    if !core::asks(plan.n_unique(), limit) {
         return Ok(PyList::empty(py));
     }
     let cap = limit.unwrap_or(usize::MAX);
@@ -355,34 +305,19 @@ pub fn revalidate<'py>(
                     };
                     records.push(record.filter(|r| !r.is_none()));
                 }
-                // 4. The rebuild, in input order (in Rust, cut at the limit unless `where`
-                //    decides).
+                // 4. The rebuild, in input order (in Rust).
                 let present: Vec<bool> = records.iter().map(Option::is_some).collect();
-                let rebuild_limit = if r#where.is_none() { limit } else { None };
-                // The kept candidates' ids and scores, moved out in input order.
-                let mut candidates = ids.into_iter().zip(scores);
-                let mut next = 0;
-                for position in core::rebuild(&plan.slots, &present, rebuild_limit) {
-                    let position = position as usize;
-                    let candidate = position
-                        .checked_sub(next)
-                        .and_then(|skip| candidates.nth(skip));
-                    next = position + 1;
-                    // rebuild keeps present records only: a missing one is a bug, raised.
-                    let record =
-                        records[plan.slots[position] as usize]
-                            .clone()
-                            .ok_or_else(|| {
-                                pyo3::exceptions::PyRuntimeError::new_err(
-                                    "rankfusion internal error: the rebuild kept a missing record",
-                                )
-                            })?;
-                    let candidate = candidate.ok_or_else(|| {
-                        pyo3::exceptions::PyRuntimeError::new_err(
-                            "rankfusion internal error: the rebuild went back",
-                        )
-                    })?;
-                    if keep(candidate, record)? {
+                let filtered = r#where.is_some();
+                for (p, u) in core::rebuild(&plan.slots, &present, limit, filtered) {
+                    let (p, u) = (p as usize, u as usize);
+                    let (Some(id), Some(score), Some(Some(record))) =
+                        (ids.get(p), scores.get(p), records.get(u))
+                    else {
+                        // (rebuild keeps present records of candidates only: a bug, raised.)
+                        let bug = "rankfusion internal error: the rebuild kept a missing record";
+                        return Err(pyo3::exceptions::PyRuntimeError::new_err(bug));
+                    };
+                    if keep((id.clone(), score.clone()), record.clone())? {
                         break;
                     }
                 }
@@ -463,16 +398,7 @@ pub fn revalidate_batch<'py>(
         b"iuf",
         "a real array (integer or float dtype)",
     )?;
-    if scores.shape() != ids.shape() {
-        return Err(value_error(
-            "scores",
-            format!(
-                "scores has shape {} but ids has shape {}",
-                shape(&scores)?,
-                shape(&ids)?
-            ),
-        ));
-    }
+    core::check_shapes(scores.shape(), ids.shape())?;
     if !is_live.is_callable() {
         return Err(type_error(
             "is_live",
@@ -480,10 +406,9 @@ pub fn revalidate_batch<'py>(
         ));
     }
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
-    let pad = match pad {
-        Arg::Missing => -1,
-        Arg::Given(v) => pad_value(&v)?,
-    };
+    let pad = pad.or(crate::batch::PAD, |v| {
+        Ok(core::pad(integer_setting(v, "pad")?)?)
+    })?;
 
     // int64 ids and float32/float64 scores are read in place (other dtypes are converted by
     // numpy first), through read-only borrows held across the GIL-free work: like numpy's own
@@ -519,7 +444,7 @@ fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
     let plan = py.detach(|| batch.plan(&cancel));
     signals.raise()?;
     let mut plan = plan?;
-    let live = if plan.unique.is_empty() || limit == Some(0) {
+    let live = if !core::asks(plan.unique.len(), limit) {
         Vec::new()
     } else {
         let unique = std::mem::take(&mut plan.unique);
@@ -547,13 +472,6 @@ fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
     )
 }
 
-/// The pad value: an int (not bool) that fits in int64.
-fn pad_value(value: &Bound<'_, PyAny>) -> PyResult<i64> {
-    let n = index(value, "pad")?;
-    n.extract::<i64>()
-        .map_err(|_| value_error("pad", format!("pad must fit in int64, got {}", repr(&n))))
-}
-
 /// `is_live`'s answer: a boolean array with one entry per unique id, copied.
 fn live_mask(answer: &Bound<'_, PyAny>, n_unique: usize) -> PyResult<Vec<bool>> {
     let py = answer.py();
@@ -569,15 +487,7 @@ fn live_mask(answer: &Bound<'_, PyAny>, n_unique: usize) -> PyResult<Vec<bool>> 
             ),
         ));
     }
-    if array.shape() != [n_unique] {
-        return Err(value_error(
-            "is_live",
-            format!(
-                "is_live must return one bool per id ({n_unique}), got shape {}",
-                shape(&array)?
-            ),
-        ));
-    }
+    core::check_live_shape(array.shape(), n_unique)?;
     let typed = borrow::<bool>(&array)?;
     Ok(match typed.as_slice() {
         Ok(s) => s.to_vec(),

@@ -5,7 +5,7 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
 
 use super::args::{as_tuple, flag, integer_setting, real};
 use super::errors::core_of;
@@ -46,11 +46,13 @@ impl Converting {
         }
     }
 
-    /// A sequence setting: the sequence, and each item converted by `convert(item, "name[i]")`.
+    /// A sequence setting: the sequence, and each item `exact` (an item of the exact type: a
+    /// float, a bool) or converted by `convert(item, "name[i]")`.
     fn items<'py, T>(
         &mut self,
         value: &Bound<'py, PyAny>,
         name: &str,
+        exact: impl Fn(&Bound<'py, PyAny>) -> Option<T>,
         convert: impl Fn(&Bound<'py, PyAny>, &str) -> PyResult<T>,
     ) -> Given<Vec<Given<T>>> {
         self.given(value, name, true, |v, this| {
@@ -58,9 +60,12 @@ impl Converting {
             Ok(tuple
                 .iter()
                 .enumerate()
-                .map(|(i, x)| {
-                    let item = format!("{name}[{i}]");
-                    this.given(&x, &item, false, |x, _| convert(x, &item))
+                .map(|(i, x)| match exact(&x) {
+                    Some(v) => Given::Value(v),
+                    None => {
+                        let item = format!("{name}[{i}]");
+                        this.given(&x, &item, false, |x, _| convert(x, &item))
+                    }
                 })
                 .collect())
         })
@@ -89,6 +94,8 @@ pub fn fusion_of(
     function: &str,
 ) -> PyResult<Fusion> {
     let mut c = Converting { raised: Vec::new() };
+    let float = |x: &Bound<'_, PyAny>| x.cast_exact::<PyFloat>().ok().map(|f| f.value());
+    let bool = |x: &Bound<'_, PyAny>| x.cast_exact::<PyBool>().ok().map(|b| b.is_true());
     let mut s = Settings::default();
     if let Some(kwargs) = kwargs {
         for (name, value) in kwargs.iter() {
@@ -104,7 +111,7 @@ pub fn fusion_of(
                 "method" => s.method = c.one(v, n, false, |v, _| v.extract()),
                 "norm" => s.norm = c.one(v, n, true, |v, _| v.extract()),
                 "k" => s.k = c.one(v, n, false, real),
-                "weights" => s.weights = c.items(v, n, real),
+                "weights" => s.weights = c.items(v, n, float, real),
                 "window" => s.window = c.one(v, n, true, integer_setting),
                 "duplicates" => s.duplicates = c.one(v, n, false, |v, _| v.extract()),
                 "tie_break" => s.tie_break = c.one(v, n, false, |v, _| v.extract()),
@@ -112,7 +119,7 @@ pub fn fusion_of(
                 "limit" => s.limit = c.one(v, n, true, integer_setting),
                 "min_score" => s.min_score = c.one(v, n, true, real),
                 "normalize" => s.normalize = c.one(v, n, false, flag),
-                "lower_is_better" => s.lower_is_better = c.items(v, n, flag),
+                "lower_is_better" => s.lower_is_better = c.items(v, n, bool, flag),
                 "phi" => s.phi = c.one(v, n, true, real),
                 "gamma" => s.gamma = c.one(v, n, true, real),
                 "sigma" => s.sigma = c.one(v, n, true, real),

@@ -18,7 +18,7 @@ use super::results::HIT;
 use super::signals::{self, Signals};
 use crate::error::Error;
 use crate::pool;
-use crate::trec::fuse::{fused_run, RunFile as CoreRunFile};
+use crate::trec::fuse::{self, fused_run, RunFile as CoreRunFile};
 use crate::trec::{self, write, Number, Order, ReadDuplicates, RunQuery};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -181,12 +181,11 @@ fn utf8<'py>(s: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
     }
 }
 
-/// An exact str that is a valid id (non-empty, no whitespace), as UTF-8.
+/// An exact str as UTF-8 (None for anything else).
 fn id_bytes<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
-    if !item.is_exact_instance_of::<PyString>() {
-        return None;
-    }
-    utf8(item).filter(|b| trec::is_id(b.as_bytes()))
+    item.is_exact_instance_of::<PyString>()
+        .then(|| utf8(item))
+        .flatten()
 }
 
 /// The TREC lines `qid Q0 docid rank score tag\n` of one query, ranks 1..n, scores as Python's
@@ -210,26 +209,21 @@ fn run_lines<'py>(
     let (Some(qid), Some(tag)) = (utf8(qid), utf8(tag)) else {
         return Ok(None);
     };
-    let (qid, tag) = (qid.as_bytes(), tag.as_bytes());
-    let mut out = Vec::new();
-    let line = |out: &mut Vec<u8>, rank: usize, docid: &[u8], score: f64| {
-        write::push_line(out, qid, docid, rank, score, tag);
-    };
     let items = |seq: &Bound<'py, PyAny>| {
         seq.cast_exact::<PyList>()
             .map(|l| l.to_tuple())
             .or_else(|_| seq.cast_exact::<PyTuple>().cloned())
             .ok()
     };
+    let mut ids = Vec::new();
+    let mut values = Vec::new();
     match scores {
         None => {
             let Ok(hits) = docids.cast_exact::<PyList>() else {
                 return Ok(None);
             };
-            let hits = hits.to_tuple();
             let hit_type = HIT.ty(py)?;
-            out.reserve(hits.len() * (qid.len() + tag.len() + 40));
-            for (i, item) in hits.iter().enumerate() {
+            for item in hits.to_tuple().iter() {
                 if !item.is_exact_instance(&hit_type) {
                     return Ok(None);
                 }
@@ -243,40 +237,32 @@ fn run_lines<'py>(
                 let (Some(docid), Ok(score)) = (id_bytes(&key), score.cast::<PyFloat>()) else {
                     return Ok(None);
                 };
-                if score.value().is_nan() {
-                    return Ok(None);
-                }
-                line(&mut out, i + 1, docid.as_bytes(), score.value());
+                ids.push(docid);
+                values.push(score.value());
             }
         }
         Some(scores) => {
             let (Some(docids), Some(scores)) = (items(docids), items(scores)) else {
                 return Ok(None);
             };
-            let mut ids = Vec::with_capacity(docids.len());
             for item in docids.iter() {
                 let Some(docid) = id_bytes(&item) else {
                     return Ok(None);
                 };
                 ids.push(docid);
             }
-            let mut values = Vec::with_capacity(scores.len());
             for item in scores.iter() {
                 let Ok(score) = item.cast_exact::<PyFloat>() else {
                     return Ok(None);
                 };
-                let value = score.value();
-                if value.is_nan() {
-                    return Ok(None);
-                }
-                values.push(value);
-            }
-            out.reserve(ids.len() * (qid.len() + tag.len() + 40));
-            for (i, (docid, &score)) in ids.iter().zip(&values).enumerate() {
-                line(&mut out, i + 1, docid.as_bytes(), score);
+                values.push(score.value());
             }
         }
     }
+    let ids: Vec<&[u8]> = ids.iter().map(|b| b.as_bytes()).collect();
+    let Some(out) = write::query_lines(qid.as_bytes(), tag.as_bytes(), &ids, &values) else {
+        return Ok(None);
+    };
     let text = std::str::from_utf8(&out)
         .map_err(|_| PyValueError::new_err("_run_lines: not UTF-8 (a bug)"))?;
     Ok(Some(PyString::new(py, text)))
@@ -381,9 +367,7 @@ fn fuse_run_files<'py>(
     fusion: &Bound<'py, PyAny>,
     tag: &[u8],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let fusion = fusion_arg(fusion)?;
-    let plan = fusion.plan(files.len())?;
-    fusion.check_boost(false)?; // (run files have no boost values)
+    let plan = fuse::plan(&fusion_arg(fusion)?, files.len())?;
     let core: Vec<CoreRunFile<'_>> = files
         .iter()
         .map(|f| {

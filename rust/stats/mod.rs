@@ -95,6 +95,27 @@ pub fn mean(values: &[f64]) -> f64 {
     sum(values.iter().copied()) / values.len() as f64
 }
 
+/// Each row's [`mean`] of `values`, rows of `n` values; an argument error naming `values` when
+/// the rows have no columns.
+pub fn row_means(values: &[f64], n: usize) -> Result<Vec<f64>> {
+    if n == 0 {
+        return Err(Error::invalid("values", "values has no columns"));
+    }
+    Ok(values.chunks_exact(n).map(mean).collect())
+}
+
+/// `streams` holds one stream per test (`tests`, the rows of `x`): else an argument error naming
+/// `streams`.
+pub fn check_streams(streams: usize, tests: usize) -> Result<()> {
+    if streams == tests {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "streams",
+        format!("streams must hold one stream per row of x ({tests}), got {streams}"),
+    ))
+}
+
 /// The tests of `streams.len()` pairs of rows: test t compares `x[t * n .. (t + 1) * n]` with
 /// the same rows of `y`, drawing from the stream `streams[t]` of `settings.seed`. On up to
 /// `n_threads` threads, tests in parallel. Errors, checked before any work, each an argument

@@ -369,3 +369,21 @@ fn a_cancelled_comparison_stops() {
     );
     assert_eq!(r.map_err(|e| e.problem), Err(Problem::Interrupted));
 }
+
+#[test]
+fn row_means_and_streams_are_checked() {
+    assert_eq!(row_means(&[1.0, 2.0, 3.0, 5.0], 2), Ok(vec![1.5, 4.0]));
+    assert_eq!(row_means(&[], 3), Ok(vec![]));
+    let no_columns = row_means(&[], 0).map_err(|e| e.problem);
+    let invalid = |argument: &str, message: &str| Problem::Invalid {
+        argument: argument.into(),
+        message: message.into(),
+    };
+    assert_eq!(no_columns, Err(invalid("values", "values has no columns")));
+    assert_eq!(check_streams(2, 2), Ok(()));
+    let wrong = "streams must hold one stream per row of x (3), got 2";
+    assert_eq!(
+        check_streams(2, 3).map_err(|e| e.problem),
+        Err(invalid("streams", wrong))
+    );
+}

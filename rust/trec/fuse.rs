@@ -24,7 +24,7 @@ use super::write::push_line;
 use super::{py_str_cmp, RunQuery};
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
-use crate::fusion::{params, Caller, Firsts, Interned, Interner, Plan, Workspace};
+use crate::fusion::{params, Caller, Firsts, Fusion, Interned, Interner, Plan, Workspace};
 
 /// One parsed run file: its bytes and its queries (byte ranges of `data`), as
 /// [`super::parse_run`] returns them.
@@ -187,6 +187,14 @@ fn fuse_query(
     Ok(())
 }
 
+/// The plan of `fusion` for `n_runs` run files, which hold no boost values (a `boost_weight`
+/// is refused).
+pub fn plan(fusion: &Fusion, n_runs: usize) -> Result<Plan, Error> {
+    let plan = fusion.plan(n_runs)?;
+    fusion.check_boost(false)?;
+    Ok(plan)
+}
+
 /// The fused run of `files` as TREC lines, every query fused with `plan` (one weight per file;
 /// ties by first appearance) and tagged `tag`. `parallel`: the queries are fused on the current
 /// rayon pool (the output is the same either way). `cancel` is polled between queries and
@@ -237,7 +245,7 @@ mod tests {
     use crate::error::Problem;
     use crate::format as pyrepr;
     use crate::format::push_usize;
-    use crate::fusion::{Duplicates, Fusion};
+    use crate::fusion::Duplicates;
     use crate::trec::{parse_run, parse_score, Number, Order, ReadDuplicates};
 
     fn score(t: &[u8]) -> Option<f64> {
@@ -267,6 +275,25 @@ mod tests {
         let f = files(texts, &q);
         let plan = params.check_plan(texts.len())?;
         fused_run(&f, &plan, b"t", parallel, &Cancel::none()).map(|b| String::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn plans_refuse_a_boost_weight() {
+        assert_eq!(plan(&Fusion::default(), 2).map(|p| p.n_lists()), Ok(2));
+        let boosted = Fusion {
+            boost_weight: Some(1.0),
+            ..Fusion::default()
+        };
+        assert_eq!(
+            plan(&boosted, 2).unwrap_err().argument(),
+            Some("boost_weight")
+        );
+        let weighted = Fusion {
+            weights: Some(vec![1.0]),
+            boost_weight: Some(1.0),
+            ..Fusion::default()
+        };
+        assert_eq!(plan(&weighted, 2).unwrap_err().argument(), Some("weights"));
     }
 
     #[test]
