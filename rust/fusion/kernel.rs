@@ -241,15 +241,7 @@ impl Combined {
 /// The factor a `Times` method multiplies a key's sum by, for `present` lists holding it.
 #[inline(always)]
 pub fn factor(plan: &Plan, f: Factor, present: usize, weights: impl FnOnce() -> f64) -> f64 {
-    let p = present as f64;
-    match f {
-        Factor::Present => p,
-        Factor::LogPresent => p.ln(),
-        Factor::LogPresentSigma => (p + plan.fusion.sigma()).ln(),
-        Factor::PresentPowGamma => p.powf(plan.fusion.gamma.unwrap_or(1.0)),
-        Factor::SqrtPresent => p.sqrt(),
-        Factor::PresentWeights => weights(),
-    }
+    plan.present_factor(f, present).unwrap_or_else(weights)
 }
 
 /// A key's score from its parts, as its method combines them (`how`, the method's [`Combine`]).

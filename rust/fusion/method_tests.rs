@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::methods::{Combine, Factor};
 use super::*;
 use crate::error::{Error, Problem, Stage};
 
@@ -1073,4 +1074,34 @@ fn the_untraced_layouts_score_as_the_traced_one() {
         }
     }
     assert!(compared > 5_000 && pairs > 1_000, "{compared} {pairs}");
+}
+
+#[test]
+fn a_plans_table_of_factors_is_the_formula_of_each_count() {
+    // Every Times method's factor for 0 ..= n lists (and past them) from the plan's table
+    // equals Factor::of_count, bit for bit; a factor the plan does not tabulate is computed.
+    let mut tested = 0;
+    for m in METHODS.iter().map(|info| info.method) {
+        let Combine::Times(f) = m.combine() else {
+            continue;
+        };
+        let fusion = Fusion {
+            gamma: (m == Method::Gmnz).then_some(0.7),
+            sigma: (m == Method::LognIsr).then_some(0.3),
+            ..method(m)
+        };
+        let plan = fusion.plan(5).expect("a valid fusion");
+        tested += 1;
+        for n in 0..9 {
+            let want = f.of_count(n, plan.fusion.sigma(), plan.fusion.gamma.unwrap_or(1.0));
+            let got = plan.present_factor(f, n);
+            assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{m:?} {n}");
+        }
+        let other = Factor::SqrtPresent;
+        assert_eq!(
+            plan.present_factor(other, 3).map(f64::to_bits),
+            Some(3.0f64.sqrt().to_bits())
+        );
+    }
+    assert_eq!(tested, 7); // isr, log_isr, logn_isr, mnz, gmnz, wmnz, mixed
 }

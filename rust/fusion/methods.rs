@@ -71,6 +71,23 @@ pub enum Factor {
     PresentWeights,
 }
 
+impl Factor {
+    /// The factor for `present` lists holding a key, from the count alone (`None` for
+    /// [`Factor::PresentWeights`], which reads the lists' weights): the one formula, which
+    /// `Plan` tabulates once per call.
+    pub fn of_count(self, present: usize, sigma: f64, gamma: f64) -> Option<f64> {
+        let p = present as f64;
+        Some(match self {
+            Factor::Present => p,
+            Factor::LogPresent => p.ln(),
+            Factor::LogPresentSigma => (p + sigma).ln(),
+            Factor::PresentPowGamma => p.powf(gamma),
+            Factor::SqrtPresent => p.sqrt(),
+            Factor::PresentWeights => return None,
+        })
+    }
+}
+
 /// How a key's terms become its score.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Combine {

@@ -11,7 +11,7 @@
 //! (raw scores, the boost) are here too ([`raw_score`], [`Fusion::check_boost`], ...).
 
 use super::canonical_sum;
-pub use super::methods::{Combine, Kind, Method, Norm, Param, Term};
+pub use super::methods::{Combine, Factor, Kind, Method, Norm, Param, Term};
 use crate::error::{Error, Result};
 use crate::format;
 
@@ -843,17 +843,47 @@ pub struct Plan {
     /// Per list, its first terms of rank (`weights[i] / (k + rank)`, ...), computed once for
     /// every row.
     terms: Vec<Vec<f64>>,
+    /// A `Times` method's factor of a count (`Factor::of_count`) for 0 ..= the lists' count,
+    /// computed once for the call rather than once per key (ln, powf); empty for the others.
+    present_factors: Vec<f64>,
+    /// The `Factor` `present_factors` tabulates.
+    tabulated: Option<Factor>,
 }
 
 impl Plan {
     fn new(fusion: Fusion, weights: Vec<f64>, normalizer: Option<f64>) -> Self {
         let norm = fusion.norm();
+        let tabulated = match fusion.method.combine() {
+            Combine::Times(f) => Some(f),
+            _ => None,
+        };
+        let present_factors = tabulated.map_or_else(Vec::new, |f| {
+            (0..=weights.len())
+                .map_while(|n| f.of_count(n, fusion.sigma(), fusion.gamma.unwrap_or(1.0)))
+                .collect()
+        });
         Plan {
             fusion,
+            present_factors,
+            tabulated,
             terms: vec![Vec::new(); weights.len()],
             weights,
             normalizer,
             norm,
+        }
+    }
+
+    /// The plan's method's factor for `present` lists holding a key (`f`: that method's
+    /// `Factor`), from the table made once for the call.
+    #[inline(always)]
+    pub fn present_factor(&self, f: Factor, present: usize) -> Option<f64> {
+        match self.present_factors.get(present) {
+            Some(&v) if self.tabulated == Some(f) => Some(v),
+            _ => f.of_count(
+                present,
+                self.fusion.sigma(),
+                self.fusion.gamma.unwrap_or(1.0),
+            ),
         }
     }
 
