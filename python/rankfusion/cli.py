@@ -756,13 +756,14 @@ def _fuse_tables(args: argparse.Namespace, fusion: Any) -> int:
     tables = [_read_table(args, path) for path in args.runs]
     qids = [frame._query_ids(t, "qid") for t in tables]
     _warn_missing(args, qids)
+    files = dict(zip(frame._run_names(len(tables)), args.runs))  # runs[i] is args.runs[i]
     try:
         fused = frame.fuse(tables, fusion, order=args.order)
-    except frame.TableError as e:  # runs[i] is args.runs[i]: named by its file
-        path = dict(zip(frame._run_names(len(tables)), args.runs)).get(e.run, e.run)
+    except frame.TableError as e:  # named by its file
+        path = files.get(e.run, e.run)
         raise DataError(str(frame.TableError(path, e.row, e.column, e.reason))) from None
     except frame.ColumnTypeError as e:
-        path = dict(zip(frame._run_names(len(tables)), args.runs)).get(e.run, e.run)
+        path = files.get(e.run, e.run)
         raise DataError(str(frame.ColumnTypeError(path, e.column, e.reason))) from None
     del tables
     _write_tables(args, fused)

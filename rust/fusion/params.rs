@@ -829,6 +829,11 @@ impl std::hash::Hash for Setting<'_> {
     }
 }
 
+/// `f`'s factor for `present` lists under `fusion`'s sigma and gamma ([`Factor::of_count`]).
+fn count_factor(fusion: &Fusion, f: Factor, present: usize) -> Option<f64> {
+    f.of_count(present, fusion.sigma(), fusion.gamma.unwrap_or(1.0))
+}
+
 /// A checked fusion for a call of a known number of lists: the settings, the weight of every
 /// list and the normaliser. The same plan serves every row or query of a call.
 #[derive(Clone, Debug, PartialEq)]
@@ -859,7 +864,7 @@ impl Plan {
         };
         let present_factors = tabulated.map_or_else(Vec::new, |f| {
             (0..=weights.len())
-                .map_while(|n| f.of_count(n, fusion.sigma(), fusion.gamma.unwrap_or(1.0)))
+                .map_while(|n| count_factor(&fusion, f, n))
                 .collect()
         });
         Plan {
