@@ -14,8 +14,10 @@ which the processes share). After the rounds the child makes one more uninterrup
 checks that it returns exactly the first call's result (the pools are usable). The `cli`
 workloads are the command (`rankfusion fuse a.run b.run -o out`; `cli_trace` and `cli_qrels`
 its Python path, with `--trace` and `--qrels`; `cli_parquet` its Arrow path; `cli_optimize`
-`rankfusion optimize`): from the signal to the exit of the process (status 130, no output file
-left), which includes the interpreter's exit.
+`rankfusion optimize`): the signal is sent to the command's process group, as Ctrl-C at a
+terminal sends it, and the latency runs from the signal to the exit of the process started
+(status 130, no output file left; the command works in a forked worker, whose memory the kernel
+may still be freeing then: docs/cli.md).
 
 The machine's load is printed before and after: on a shared machine latencies grow with it.
 """
@@ -245,18 +247,22 @@ def parquet_files(folder: str) -> list:
 
 
 def cpu_seconds(pid: int) -> float:
-    """The CPU time a running process has used (Linux's /proc; 0 once it is gone)."""
+    """The CPU time a running process and its descendants have used (Linux's /proc; 0 once it
+    is gone): the command works in a forked child of the process started."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
     except (OSError, IndexError):
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return own + sum(cpu_seconds(int(c)) for c in children)
 
 
 def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
     """The command, interrupted `rounds` times: latency to its message (``interrupted`` on
-    stderr) and to the process's exit (which includes the kernel freeing its memory)."""
+    stderr) and to the exit of the process started (its worker may still be ending)."""
     import resource
 
     paths = parquet_files(folder) if workload == "cli_parquet" else run_files(folder)
@@ -287,7 +293,11 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
     latencies, messages, finished = [], [], 0
     for _ in range(rounds):
         proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=default_sigint,
+            start_new_session=True,  # its own process group, as a shell's job
         )
         # past the interpreter's start (its CPU time: a loaded machine stretches the wall
         # time), then a random moment of the work
@@ -295,7 +305,7 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
             time.sleep(0.002)
         time.sleep(random.uniform(0.0, 0.55) * (full - startup))
         sent = time.monotonic()
-        os.kill(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)  # to the whole job, as Ctrl-C at a terminal
         line = proc.stderr.readline()
         message = time.monotonic()
         proc.communicate()
@@ -306,6 +316,7 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
             messages.append(message - sent)
         else:
             finished += 1
+            print(f"# not interrupted: status {proc.returncode}, {line!r}, clean {clean}")
         for path in (out, trace):
             if os.path.exists(path):
                 os.unlink(path)

@@ -14,6 +14,7 @@ measured by benches/interrupt_latency.py; the bound here is generous, for a load
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -155,18 +156,42 @@ def test_a_sigint_handler_that_returns_lets_the_call_finish_exactly(interrupted)
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """The CPU time a running process has used (Linux's /proc), or None where unknown."""
+    """The CPU time a running process and its descendants have used (Linux's /proc: the command
+    works in a forked child of the process started), or None where unknown."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return own + sum(cpu_seconds(int(c)) or 0.0 for c in children)
 
 
-@pytest.mark.parametrize("path", ["native", "trace", "qrels"])
-def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_folder, path):
+def wait_for_the_group_to_end(pgid: int, seconds: float = 60.0) -> bool:
+    """Whether every process of the group `pgid` has ended within `seconds`."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize(
+    "path, sent",
+    [("native", "group"), ("trace", "group"), ("trace", "process"), ("qrels", "process")],
+)
+def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_folder, path, sent):
     """The native path, and the Python path (--trace, --qrels), whose runs are Python objects:
-    the message within a second, status 130, no file written (nor its temporary file)."""
+    the message within a second, status 130, no file written (nor its temporary file). The
+    signal is sent as a terminal's Ctrl-C is, to the whole process group (the supervisor and
+    its worker), or to the process started alone (which passes it on to its worker); either
+    way no process of the command outlives it for long."""
     import resource  # Unix only
 
     # The run files the child sized for about 2 s of CPU of native fusion (more with the parsing).
@@ -194,6 +219,7 @@ def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_fo
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=default_sigint,
+        start_new_session=True,  # its own process group, as a shell's job
     )
     try:
         # Past the interpreter's start, into the work: by the CPU time the child has used where
@@ -204,22 +230,50 @@ def test_the_command_exits_130_on_sigint_and_writes_nothing(interrupted, runs_fo
             while child.poll() is None and cpu_seconds(child.pid) < startup_cpu + DELAY:
                 time.sleep(0.005)
         assert child.poll() is None, child.communicate()
-        sent = time.monotonic()
-        os.kill(child.pid, signal.SIGINT)
+        start = time.monotonic()
+        if sent == "group":
+            os.killpg(child.pid, signal.SIGINT)
+        else:
+            os.kill(child.pid, signal.SIGINT)
         # The latency: until the message (not the exit after it, which frees the runs read).
         message = child.stderr.readline()
-        latency = time.monotonic() - sent
+        latency = time.monotonic() - start
         stdout, stderr = child.communicate(timeout=60)
         stderr = message + stderr
     finally:
-        if child.poll() is None:
-            child.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+    assert wait_for_the_group_to_end(child.pid)
     assert child.returncode == 130, stderr
     assert stderr == "rankfusion fuse: interrupted\n"
     assert stdout == ""
     assert not out.exists() and not trace.exists()
     assert not [f for f in os.listdir(runs_folder) if f.endswith(".tmp")]
     assert latency < 1.0, latency
+
+
+def test_sigterm_to_the_command_ends_its_worker_and_it_by_the_same_signal(interrupted, runs_folder):
+    """SIGTERM sent to the process started (the supervisor) alone is passed on to the worker,
+    whose end by SIGTERM ends the supervisor by SIGTERM too: nothing goes on in the background."""
+    a, b = runs_folder / "0.run", runs_folder / "1.run"
+    out = runs_folder / "terminated.run"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "rankfusion", "fuse", a, b, "-o", out, "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        while child.poll() is None and (cpu_seconds(child.pid) or 0.0) < 0.5:  # working
+            time.sleep(0.005)
+        assert child.poll() is None, child.communicate()
+        os.kill(child.pid, signal.SIGTERM)
+        child.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+    assert child.returncode == -signal.SIGTERM
+    assert wait_for_the_group_to_end(child.pid)
 
 
 def test_an_interrupted_command_ends_its_process_without_the_teardown(tmp_path):
