@@ -289,7 +289,9 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
     full = time.monotonic() - start
     with open(out, "rb") as f:
         expected = f.read()
-    os.unlink(out)
+    for path in (out, trace):  # a round checks that neither is left
+        if os.path.exists(path):
+            os.unlink(path)
     latencies, messages, finished = [], [], 0
     for _ in range(rounds):
         proc = subprocess.Popen(
@@ -316,14 +318,17 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
             messages.append(message - sent)
         else:
             finished += 1
-            print(f"# not interrupted: status {proc.returncode}, {line!r}, clean {clean}")
+            left = [p for p in (out, trace) if os.path.exists(p)]
+            print(f"# not interrupted: status {proc.returncode}, {line!r}, left {left}")
         for path in (out, trace):
             if os.path.exists(path):
                 os.unlink(path)
     subprocess.run(command, check=True, capture_output=True)
     with open(out, "rb") as f:
         same = f.read() == expected
-    os.unlink(out)
+    for path in (out, trace):
+        if os.path.exists(path):
+            os.unlink(path)
     return {
         "full": full,
         "latencies": latencies,

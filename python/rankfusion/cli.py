@@ -1550,12 +1550,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     hits, trace records) and no reference cycles, and each full collection would stop it for
     up to seconds, not interruptible by Ctrl-C, to find none. With ``argv`` None (the
     process's own command line: the ``rankfusion`` script, ``python -m rankfusion``), the
-    command runs in a forked worker (:func:`_supervise`) and Ctrl-C ends it at once with
-    status 130 once the message is out and the partial outputs are removed (``os._exit``, the
-    supervisor not waiting for the kernel to free the worker's memory): freeing what it read
-    would take longer than the work it interrupted."""
+    command runs in a forked worker (:func:`_supervise`) and ends at once (``os._exit``, the
+    process started not waiting for the kernel to free the worker's memory) once its outputs
+    are in place, or, on Ctrl-C, with status 130 once the message is out and the partial
+    outputs are removed: freeing what it read would take longer than the work it
+    interrupted."""
     if argv is None:
-        _supervise()  # the worker returns; the supervisor ends with its status
+        _supervise()  # returns in the worker; the supervisor ends with the worker's status
     if sys.stderr is None:  # closed (2>&-): warnings and errors go nowhere, never to stdout
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- for the life of the process
     collecting = gc.isenabled()
@@ -1565,6 +1566,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         if collecting:
             gc.enable()
+    if argv is None:  # the process's own command: done, end now (see _exit_now)
+        _exit_now(status)
     return status
 
 
@@ -1608,11 +1611,12 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 def _exit_now(status: int) -> None:
     """Ends the process with ``status`` at once (``os._exit``), stdout and stderr flushed: no
-    interpreter teardown, which frees every object one by one. Every output file has been
-    discarded already (each is written under a temporary name that the error removed).
+    interpreter teardown, which frees every object one by one (seconds, for runs read on the
+    Python path). Every output file is complete and in place, or discarded already (each is
+    written under a temporary name that an error removes).
 
     Under a supervisor (see :func:`_supervise`) the standard streams are closed first (a reader
-    of our stdout sees its end now) and the supervisor is told: it exits with ``status`` at
+    of our stdout sees its end now) and the supervisor is told ``status``: it exits with it at
     once, while the kernel frees this process's memory (about 0.1 s a GiB)."""
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -1620,61 +1624,67 @@ def _exit_now(status: int) -> None:
                 stream.flush()
         except (OSError, ValueError):
             pass
-    if _SUPERVISOR is not None and os.getppid() == _SUPERVISOR:
+    if _SUPERVISOR is not None and os.getppid() == _SUPERVISOR[0]:
         for fd in (0, 1, 2):
             with contextlib.suppress(OSError):
                 os.close(fd)
         with contextlib.suppress(OSError):
-            os.kill(_SUPERVISOR, _signal.SIGUSR1)
+            os.write(_SUPERVISOR[1], bytes([status & 0xFF]))
+            os.kill(_SUPERVISOR[0], _signal.SIGUSR1)
     os._exit(status)
 
 
 # --- the supervisor -------------------------------------------------------------------------
 
-# The pid of the process supervising this one (set in the worker by _supervise), else None.
-_SUPERVISOR: Optional[int] = None
-# What the supervisor waits for: the signals it passes on, the worker's end, its word.
+# In the worker (set by _supervise): the supervisor's pid and the pipe to tell it the status.
+_SUPERVISOR: Optional[Tuple[int, int]] = None
+# The signals the supervisor passes on to the worker.
 _PASSED_ON = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 
-def _supervise() -> Optional[int]:
-    """Runs the command in a forked worker process, this one waiting: returns None in the worker
-    (which goes on with the command), and never returns in the supervisor, which ends with the
-    worker's status.
+def _supervise() -> None:
+    """Runs the command in a forked worker process, this one waiting: returns in the worker
+    (which goes on with the command), and never in the supervisor, which ends with the worker's
+    status.
 
     Why: a process that read large runs takes a while to end (the kernel frees its pages, about
-    0.1 s a GiB), so Ctrl-C could not end the command within 0.1 s. The worker, once it has
-    removed its partial outputs and closed its streams, tells the supervisor (SIGUSR1), which
-    ends at once with status 130 while the worker's memory is freed. A signal that ends the
-    command (SIGINT, SIGTERM, SIGHUP, SIGQUIT) sent to the supervisor alone is passed on to the
-    worker; Ctrl-C at a terminal reaches both, and the worker's SIGINT handler acts once (see
-    :func:`_interrupt_once`). A worker ended by a signal ends the supervisor by the same signal.
-    Where ``os.fork`` is missing (Windows), or with threads already running (forking them is
-    unsafe), the command runs in this process."""
+    0.1 s a GiB), so Ctrl-C could not end the command within 0.1 s. The worker, once its
+    outputs are complete or removed and its streams closed, tells the supervisor its status
+    (a byte down a pipe, then SIGUSR1), and the supervisor ends with it at once while the
+    worker's memory is freed. A signal that ends the command (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
+    sent to the supervisor alone is passed on to the worker; Ctrl-C at a terminal reaches both,
+    and the worker's SIGINT handler acts once (see :func:`_interrupt_once`). A worker that ends
+    without a word (SystemExit from argparse, a crash, a signal) ends the supervisor the same
+    way. Where ``os.fork`` is missing (Windows), or with threads already running (forking them
+    is unsafe), the command runs in this process."""
     import threading
 
     if not hasattr(os, "fork") or threading.active_count() > 1:
-        return None
+        return
     watched = {getattr(_signal, name) for name in _PASSED_ON} | {_signal.SIGCHLD, _signal.SIGUSR1}
     before = _signal.pthread_sigmask(_signal.SIG_BLOCK, watched)  # none lost before the wait
     parent = os.getpid()
     try:
+        word, told = os.pipe()
         pid = os.fork()
     except OSError:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
-        return None
+        return
     if pid == 0:  # the worker
         global _SUPERVISOR
-        _SUPERVISOR = parent
+        os.close(word)
+        _SUPERVISOR = (parent, told)
         _signal.signal(_signal.SIGINT, _interrupt_once)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
-        return None
+        return
+    os.close(told)
     while True:
         info = _signal.sigwaitinfo(watched)
         signo = info.si_signo
         if signo == _signal.SIGUSR1:
-            if info.si_pid == pid:  # interrupted, its outputs removed, its streams closed
-                os._exit(130)
+            if info.si_pid == pid:  # its outputs complete or removed, its streams closed
+                status = os.read(word, 1)
+                os._exit(status[0] if status else 1)
         elif signo == _signal.SIGCHLD:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done == pid:
