@@ -256,6 +256,20 @@ def test_streaming_in_chunks_keeps_line_numbers(tmp_path, monkeypatch, chunk, me
     assert e.value.line == 45
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 22])
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("size", [0, 1, 1000])
+def test_a_file_read_in_chunks_is_its_bytes(tmp_path, monkeypatch, chunk, gz, size):
+    """A file is read in chunks (Ctrl-C handled between reads) that the core joins: the bytes
+    are the file's, gunzipped, whatever the chunks."""
+    monkeypatch.setattr(trec, "_CHUNK_CHARS", chunk)
+    data = bytes(random.Random(size).randrange(256) for _ in range(size))
+    p = tmp_path / "f.bin"
+    p.write_bytes(gzip.compress(data) if gz else data)
+    assert trec._read_bytes(p, False) == data
+    assert trec._read_bytes(p, True) == data  # with a progress bar
+
+
 def test_random_formatting_parses_the_same(tmp_path):
     rng = random.Random(3)
     for case in range(60):

@@ -29,6 +29,7 @@ __all__ = [
     "_fuse_live_pairs",
     "_fuse_run_files",
     "_pairs_union",
+    "_join_bytes",
     "_parse_run",
     "_parse_run_files",
     "_run_lines",
@@ -460,6 +461,9 @@ def _parse_run_files(
 
 def _fuse_run_files(files: Sequence[_RunFile], fusion: Fusion, *, tag: bytes) -> bytes:
     """The bytes ``write_run(fuse(runs, fusion), tag=tag)`` writes for the runs ``files`` hold."""
+
+def _join_bytes(chunks: Sequence[bytes]) -> bytes:
+    """``b"".join(chunks)``, copied with the GIL released and Ctrl-C checked between chunks."""
 
 def _parse_run(
     data: bytes, path: str, order: str, duplicates: str

@@ -139,8 +139,9 @@ def _check_choice(value: Any, name: str, choices: Tuple[str, ...]) -> None:
 
 
 def _read_bytes(path: PathLike, progress: Union[bool, Any]) -> bytes:
-    """The whole file, gunzipped when its first bytes are gzip's magic number. With a progress
-    bar it is read ~4 MB at a time, the bar showing the bytes of the file read so far."""
+    """The whole file, gunzipped when its first bytes are gzip's magic number, read ~4 MB at a
+    time (Ctrl-C is handled between reads; a progress bar shows the bytes of the file read so
+    far) and joined by the core, which checks for Ctrl-C as it copies."""
     name = os.fspath(path)
     with open(path, "rb") as raw:
         size = os.fstat(raw.fileno()).st_size
@@ -149,15 +150,14 @@ def _read_bytes(path: PathLike, progress: Union[bool, Any]) -> bytes:
         source: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
         bar = _progress_bar(progress, size, os.path.basename(name))
         try:
-            if bar is None:
-                return source.read()
             chunks: List[bytes] = []
             while True:
                 chunk = source.read(_CHUNK_CHARS)
                 if not chunk:
-                    return b"".join(chunks)
+                    return chunks[0] if len(chunks) == 1 else _core._join_bytes(chunks)
                 chunks.append(chunk)
-                bar.update(raw.tell() - bar.n)
+                if bar is not None:
+                    bar.update(raw.tell() - bar.n)
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
             raise TrecFormatError(name, None, f"corrupt gzip data ({e})") from None
         finally:

@@ -22,6 +22,7 @@ use crate::trec::fuse::{self, fused_run, RunFile as CoreRunFile};
 use crate::trec::{self, write, Number, Order, ReadDuplicates, RunQuery};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(join_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(parse_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse_qrels, m)?)?;
     m.add_function(wrap_pyfunction!(run_lines, m)?)?;
@@ -65,6 +66,45 @@ fn score(field: &[u8]) -> Option<f64> {
             value.extract::<f64>().ok()
         }),
     }
+}
+
+/// `b"".join(chunks)`, copied with the GIL released and Ctrl-C checked between chunks: a file
+/// read in chunks (each read interruptible) becomes one bytes without a copy of hundreds of MB
+/// that nothing can interrupt (a file of 18 M lines is 0.7 GB).
+#[pyfunction]
+#[pyo3(name = "_join_bytes")]
+fn join_bytes<'py>(
+    py: Python<'py>,
+    chunks: Vec<Bound<'py, PyBytes>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let slices: Vec<&[u8]> = chunks.iter().map(|c| c.as_bytes()).collect();
+    let total = slices.iter().map(|s| s.len()).sum::<usize>();
+    let size = ffi::Py_ssize_t::try_from(total)
+        .map_err(|_| PyValueError::new_err("_join_bytes: too many bytes"))?;
+    // SAFETY: a new bytes object of `total` bytes, its contents unset: it is ours alone (not
+    // shared before it is returned), so writing them is allowed; it stays alive (owned by
+    // `joined`) while they are written.
+    let joined = unsafe {
+        Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromStringAndSize(std::ptr::null(), size))?
+            .cast_into_unchecked::<PyBytes>()
+    };
+    let start = unsafe { ffi::PyBytes_AsString(joined.as_ptr()) } as usize;
+    let signals = Signals::new(py)?;
+    let cancel = signals.cancel();
+    let copied = py.detach(|| {
+        let mut at = start;
+        for s in &slices {
+            cancel.check()?;
+            // SAFETY: `at .. at + s.len()` lies in the `total` bytes of `joined` (the slices'
+            // lengths add up to `total`), which no slice overlaps.
+            unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), at as *mut u8, s.len()) };
+            at += s.len();
+        }
+        Ok::<(), Error>(())
+    });
+    signals.raise()?;
+    copied.map_err(|e| core_error(py, e, None))?;
+    Ok(joined)
 }
 
 /// Parses a run file's bytes (decompressed) into `[(qid, docids, scores), ...]`, queries in
