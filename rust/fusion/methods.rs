@@ -128,6 +128,23 @@ impl Term {
         }
     }
 
+    /// Whether a normalised value that is not finite always gives a term that is not finite,
+    /// whatever the weight: `v`, `w v`, `w · points` (a product with ±inf or NaN is ±inf or
+    /// NaN, 0 · inf too), so that checking the terms checks the values. Not for `w` (the value
+    /// unread), `w ln v` and `w / v` (0.0 or `w / inf` = 0 where v is not above 0 or is inf), nor
+    /// the rank terms (of no value).
+    pub fn shows_non_finite(self) -> bool {
+        match self {
+            Term::Value | Term::Weighted | Term::Points => true,
+            Term::Reciprocal
+            | Term::RankBiased
+            | Term::InverseSquare
+            | Term::Vote
+            | Term::WeightedLog
+            | Term::WeightedInverse => false,
+        }
+    }
+
     /// The formula, as docs/semantics.md writes it.
     pub fn formula(self) -> &'static str {
         match self {
