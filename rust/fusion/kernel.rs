@@ -103,7 +103,7 @@ impl<'a> Valuer<'a> {
     /// ([`UNRANKED`]: the value a list not holding the key gives it): BordaFuse's points, the
     /// rank and borda norms, the list's normalisation of its (signed) raw score; NaN for the
     /// other rank-based methods (their terms are of ranks).
-    #[inline]
+    #[inline(always)] // in the deferred path's loop over every item
     pub fn value(&self, list: usize, position: u32, raw: f64) -> f64 {
         let plan = self.plan;
         let r = rank(position);

@@ -470,4 +470,31 @@ mod tests {
         }
         assert_eq!(Method::from_name("nope"), None);
     }
+
+    /// `Term::shows_non_finite` (the dense path checks only the terms where it holds) against
+    /// the terms themselves: every value that is not finite, with any weight, gives a term
+    /// that is not finite; where it does not hold, some value and weight give a finite term.
+    #[test]
+    fn a_term_shows_a_value_not_finite_where_it_says_so() {
+        use super::super::kernel::value_term;
+        let values = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+        let weights = [1.0, -0.5, 0.0, 1e-300, 1e300, f64::MIN_POSITIVE / 4.0];
+        let terms = [
+            Term::Points,
+            Term::Vote,
+            Term::Value,
+            Term::Weighted,
+            Term::WeightedLog,
+            Term::WeightedInverse,
+        ];
+        for t in terms {
+            let shown = values
+                .iter()
+                .all(|&v| weights.iter().all(|&w| !value_term(t, w, v).is_finite()));
+            assert_eq!(t.shows_non_finite(), shown, "{t:?}");
+        }
+        for t in [Term::Reciprocal, Term::RankBiased, Term::InverseSquare] {
+            assert!(!t.shows_non_finite(), "{t:?}");
+        }
+    }
 }
