@@ -103,7 +103,7 @@ impl<'a> Valuer<'a> {
     /// ([`UNRANKED`]: the value a list not holding the key gives it): BordaFuse's points, the
     /// rank and borda norms, the list's normalisation of its (signed) raw score; NaN for the
     /// other rank-based methods (their terms are of ranks).
-    #[inline]
+    #[inline(always)] // in the deferred path's loop over every item
     pub fn value(&self, list: usize, position: u32, raw: f64) -> f64 {
         let plan = self.plan;
         let r = rank(position);
@@ -832,10 +832,12 @@ where
     S: Fn(usize) -> u64,
     F: Fn(usize) -> (u32, u32),
 {
-    // One loop per combination, `how` a constant in each (`combine`'s match folds away).
+    // One loop per combination, `how` a constant in each (`combine`'s match folds away): a
+    // closure returning it, of its own type in each arm, so that the loop's own closure (which
+    // `Vec::extend` may compile out of line) is a function of each arm too.
     macro_rules! with {
         ($how:expr) => {
-            slots_with::<PAIR, S, F>(q, values, out, cancel, $how)
+            slots_with::<PAIR, S, F, _>(q, values, out, cancel, move || $how)
         };
     }
     match q.plan.fusion.method.combine() {
@@ -853,18 +855,20 @@ where
 }
 
 #[inline(always)]
-fn slots_with<const PAIR: bool, S, F>(
+fn slots_with<const PAIR: bool, S, F, H>(
     q: &Dense<'_, S, F>,
     values: &mut [f64],
     out: &mut Vec<f64>,
     cancel: &Cancel<'_>,
-    how: Combine,
+    how_of: H,
 ) -> Result<()>
 where
     S: Fn(usize) -> u64,
     F: Fn(usize) -> (u32, u32),
+    H: Fn() -> Combine + Copy,
 {
     let plan = q.plan;
+    let how = how_of();
     let weighed = how.is_mean() || how == Combine::Times(Factor::PresentWeights);
     let sums = weighed.then(|| WeightSums::new(plan, q.read));
     let all = (1u64 << q.read.len()) - 1;
@@ -878,9 +882,12 @@ where
         cancel.check()?;
         let end = (block + POLL_KEYS).min(q.n_keys);
         let slots = &mut values[block * stride..end * stride];
-        // pushed (capacity reserved), not resized and indexed: no zeroing of the scores first;
-        // the loop stays in this function, where `how` is a constant
-        for (key, terms) in (block..end).zip(slots.chunks_exact_mut(stride)) {
+        // Extended from an iterator of known length (room reserved once, no capacity check per
+        // key, and a loop that can vectorise), not resized and indexed: no zeroing of the scores
+        // first; the loop stays in this function, where `how` is a constant.
+        let keys = (block..end).zip(slots.chunks_exact_mut(stride));
+        out.extend(keys.map(|(key, terms)| {
+            let how = how_of();
             let seen = if reads_seen { (q.seen)(key) } else { 0 };
             let (held, kept) = (seen & 0xFF, seen >> 8 & 0xFF);
             let count = if q.by_slot && fill {
@@ -889,7 +896,8 @@ where
                 ones(held)
             };
             let terms = if PAIR {
-                terms
+                // (Two slots: a length the compiler knows.)
+                &mut terms[..2]
             } else if q.by_slot {
                 if !fill {
                     // The lists holding the key first (their order changes no result).
@@ -913,8 +921,8 @@ where
                 all,
                 sums: sums.as_ref(),
             };
-            out.push(combine(plan, how, &mut parts).score);
-        }
+            combine(plan, how, &mut parts).score
+        }));
         if let Some(i) = out[base + block..base + end]
             .iter()
             .position(|s| !s.is_finite())
@@ -1192,11 +1200,17 @@ impl Terms {
                 per_term(t, |t| {
                     terms.extend(row.iter().map(|&x| value_term(t, w, norm.apply(s * x))));
                 });
-                values_ok = row.iter().all(|&x| norm.apply(s * x).is_finite());
             });
         }
         let made = &self.terms[start..];
-        if values_ok && made.iter().all(|v| v.is_finite()) {
+        // Every term finite: one pass with no early exit, which vectorises.
+        let terms_ok = made.iter().fold(true, |ok, v| ok & v.is_finite());
+        // The values: the rank norm's are finite, and where a value that is not finite gives a
+        // term that is not finite the terms have told; else each value made again.
+        let values_ok = rank.is_some()
+            || t.shows_non_finite()
+            || row.iter().all(|&x| norm.apply(s * x).is_finite());
+        if terms_ok && values_ok {
             return true;
         }
         // Something not finite: right only where it is never read, a value the scan skips.

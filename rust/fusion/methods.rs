@@ -128,6 +128,23 @@ impl Term {
         }
     }
 
+    /// Whether a normalised value that is not finite always gives a term that is not finite,
+    /// whatever the weight: `v`, `w v`, `w · points` (a product with ±inf or NaN is ±inf or
+    /// NaN, 0 · inf too), so that checking the terms checks the values. Not for `w` (the value
+    /// unread), `w ln v` and `w / v` (0.0 or `w / inf` = 0 where v is not above 0 or is inf), nor
+    /// the rank terms (of no value).
+    pub fn shows_non_finite(self) -> bool {
+        match self {
+            Term::Value | Term::Weighted | Term::Points => true,
+            Term::Reciprocal
+            | Term::RankBiased
+            | Term::InverseSquare
+            | Term::Vote
+            | Term::WeightedLog
+            | Term::WeightedInverse => false,
+        }
+    }
+
     /// The formula, as docs/semantics.md writes it.
     pub fn formula(self) -> &'static str {
         match self {
@@ -452,5 +469,32 @@ mod tests {
             assert_eq!(Norm::from_name(n.name), Some(n.norm));
         }
         assert_eq!(Method::from_name("nope"), None);
+    }
+
+    /// `Term::shows_non_finite` (the dense path checks only the terms where it holds) against
+    /// the terms themselves: every value that is not finite, with any weight, gives a term
+    /// that is not finite; where it does not hold, some value and weight give a finite term.
+    #[test]
+    fn a_term_shows_a_value_not_finite_where_it_says_so() {
+        use super::super::kernel::value_term;
+        let values = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+        let weights = [1.0, -0.5, 0.0, 1e-300, 1e300, f64::MIN_POSITIVE / 4.0];
+        let terms = [
+            Term::Points,
+            Term::Vote,
+            Term::Value,
+            Term::Weighted,
+            Term::WeightedLog,
+            Term::WeightedInverse,
+        ];
+        for t in terms {
+            let shown = values
+                .iter()
+                .all(|&v| weights.iter().all(|&w| !value_term(t, w, v).is_finite()));
+            assert_eq!(t.shows_non_finite(), shown, "{t:?}");
+        }
+        for t in [Term::Reciprocal, Term::RankBiased, Term::InverseSquare] {
+            assert!(!t.shows_non_finite(), "{t:?}");
+        }
     }
 }
