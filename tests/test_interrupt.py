@@ -331,3 +331,51 @@ def test_main_called_with_arguments_returns_130(tmp_path, monkeypatch, capsys):
     assert cli.main(["fuse", str(run), str(run), "--trace", str(tmp_path / "t.jsonl")]) == 130
     assert capsys.readouterr().err == "rankfusion fuse: interrupted\n"
     assert sorted(os.listdir(tmp_path)) == ["a.run"]
+
+
+@pytest.mark.parametrize("when", ["finish", "commit"])
+def test_sigint_while_the_outputs_are_put_in_place_leaves_all_or_none(tmp_path, when):
+    """Ctrl-C while the outputs are completed (``finish``) ends the command with 130 and removes
+    every one; once they are being renamed into place (``commit``: the first rename's SIGINT
+    waits for the others) the command has done its work and ends with 0, every output in
+    place and whole, no message and no traceback."""
+    run = tmp_path / "a.run"
+    run.write_text(
+        "".join(f"{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(20) for d in range(50))
+    )
+    out, trace = tmp_path / "o.run", tmp_path / "t.jsonl"
+    argv = ["fuse", str(run), str(run), "--trace", str(trace), "-o", str(out), "-q"]
+    code = (
+        "import os, signal, sys\n"
+        "from rankfusion import cli, trec\n"
+        f"step = getattr(trec._AtomicFile, {when!r})\n"
+        "def interrupted(self):\n"  # Ctrl-C reaches the command at its first file's step
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    step(self)\n"
+        f"setattr(trec._AtomicFile, {when!r}, interrupted)\n"
+        f"sys.argv = ['rankfusion', *{argv!r}]\n"
+        "sys.exit(cli.main())\n"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=default_sigint,
+    )
+    if when == "finish":
+        assert (child.returncode, child.stderr) == (130, "rankfusion fuse: interrupted\n")
+        assert sorted(os.listdir(tmp_path)) == ["a.run"]
+        return
+    assert (child.returncode, child.stderr) == (0, "")
+    assert sorted(os.listdir(tmp_path)) == ["a.run", "o.run", "t.jsonl"]
+    from rankfusion import cli
+
+    expected = tmp_path / "expected"
+    expected.mkdir()
+    argv = [
+        a.replace(str(tmp_path), str(expected)) if a in (str(out), str(trace)) else a for a in argv
+    ]
+    assert cli.main(argv) == 0
+    assert out.read_bytes() == (expected / "o.run").read_bytes()
+    assert trace.read_bytes() == (expected / "t.jsonl").read_bytes()

@@ -270,6 +270,24 @@ def test_a_file_read_in_chunks_is_its_bytes(tmp_path, monkeypatch, chunk, gz, si
     assert trec._read_bytes(p, True) == data  # with a progress bar
 
 
+@pytest.mark.skipif(os.name == "nt", reason="an open file cannot be removed on Windows")
+@pytest.mark.parametrize("close", [True, False])
+def test_a_discarded_output_leaves_no_file_and_no_target(tmp_path, close):
+    """``discard`` removes the temporary file, whether it closes it (the default) or leaves it
+    open for ``os._exit`` (the command's own process): no file is left, the target untouched."""
+    target = tmp_path / "out.run"
+    out = trec._AtomicFile(target)
+    out.file.write("1 Q0 d 1 1.0 t\n" * 1000)
+    out.file.flush()
+    out.discard(close=close)
+    assert sorted(os.listdir(tmp_path)) == []
+    assert out._raw.closed is close
+    if not close:  # still a file: writing to it works, and nothing reappears
+        out._raw.write(b"x")
+        out._raw.close()
+        assert sorted(os.listdir(tmp_path)) == []
+
+
 def test_random_formatting_parses_the_same(tmp_path):
     rng = random.Random(3)
     for case in range(60):

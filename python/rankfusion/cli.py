@@ -603,20 +603,42 @@ def _commit(pending: Sequence[Any], stdout: Optional[Callable[[], None]] = None)
     """Completes the temporary files ``pending`` (``trec._AtomicFile``s, written), then renames
     each into place; ``stdout`` first writes what goes to stdout (the run, a table), so that a
     stdout that fails (full, closed, a broken pipe) leaves every output file untouched. On any
-    error every temporary file is removed."""
+    error every temporary file is removed.
+
+    Ctrl-C (SIGINT) waits for the renames to end (microseconds): the outputs are all in place
+    or none is. In the command's own process SIGINT is then ignored: the command has done its
+    work and ends with its status (Ctrl-C at that moment would say "interrupted", or print a
+    traceback, over outputs in place)."""
     try:
         for p in pending:
             with _writing(p.path):
                 p.finish()
         if stdout is not None:
             stdout()
-        for p in pending:
-            with _writing(p.path):
-                p.commit()
+        with _renaming():
+            for p in pending:
+                with _writing(p.path):
+                    p.commit()
     except BaseException:
         for p in pending:
-            p.discard()
+            _discard(p)
         raise
+
+
+@contextlib.contextmanager
+def _renaming() -> Iterator[None]:
+    """SIGINT held (blocked) for the block; at its end, in the command's own process, ignored
+    for the rest of the command (a SIGINT held meanwhile discarded), else delivered."""
+    held = hasattr(_signal, "pthread_sigmask")
+    if held:
+        before = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
+    try:
+        yield
+        if _LEFT is not None:  # the command's own process: its outputs are in place
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    finally:
+        if held:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
 
 
 _OPTION_NAMES = {
@@ -785,7 +807,7 @@ def _write_tables(args: argparse.Namespace, fused: Any) -> None:
                 else:
                     frame.write_trec(fused, run_file.file, tag=args.tag)
         except BaseException:
-            run_file.discard()
+            _discard(run_file)
             raise
         _commit([run_file])
     else:  # as the other paths write to stdout
@@ -910,7 +932,7 @@ def _fuse_command(args: argparse.Namespace) -> int:
                 trec.write_run(fused, run_file.file, tag=args.tag, progress=_progress(args))
     except BaseException:
         for p in pending:
-            p.discard()
+            _discard(p)
         raise
 
     def stdout() -> None:  # before the files are renamed into place: a failure leaves them
@@ -977,7 +999,7 @@ def _fuse_native(args: argparse.Namespace, fusion: Any) -> int:
             with _writing(args.output):
                 run_file.write_bytes(data)
         except BaseException:
-            run_file.discard()
+            _discard(run_file)
             raise
         _commit([run_file])
     else:
@@ -1243,7 +1265,7 @@ def _optimize_command(args: argparse.Namespace) -> int:
                 _frame().write_trec(fused, run_file.file, tag=args.tag)
     except BaseException:
         for p in pending:
-            p.discard()
+            _discard(p)
         raise
     _commit(pending)
     _leave(locals())
@@ -1509,13 +1531,11 @@ def _compare_command(args: argparse.Namespace) -> int:
             out = trec._AtomicFile(path, compress=False)
             pending.append(out)
             out.file.write(text)
-        for out in pending:
-            out.commit()
     except BaseException:
         for out in pending:
-            out.discard()
+            _discard(out)
         raise
-    _write_stdout(comparison.table())
+    _commit(pending, stdout=lambda: _write_stdout(comparison.table()))
     _leave(locals())
     return 0
 
@@ -1651,6 +1671,14 @@ def _leave(objects: Dict[str, Any]) -> None:
     called by a program, it keeps nothing."""
     if _LEFT is not None:
         _LEFT.append(objects)
+
+
+def _discard(pending: Any) -> None:
+    """Removes an output's temporary file (``trec._AtomicFile``); in the command's own process
+    the file is left open for ``os._exit`` to close (see ``_AtomicFile.discard``): Ctrl-C
+    during the writing of a 2 GB trace ends the command without waiting for its pages."""
+    pending.discard(close=_LEFT is None)
+    _leave({"pending": pending})
 
 
 # --- the supervisor -------------------------------------------------------------------------
