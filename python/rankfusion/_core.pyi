@@ -42,27 +42,31 @@ __all__ = [
 
 @final
 class Contribution(tuple[int, int, float, float, Optional[float]]):
-    """What one list gave a hit: the tuple ``(list_index, rank, weight, contribution, score)``.
+    """What one list gave a hit: the tuple `(list_index, rank, weight, contribution, score)`.
 
-    ``rank`` is the 1-based position in list ``list_index`` (0 for a list that does not hold the
-    key but still gives it a value: borda's unranked share, a mean's zero); ``score`` the list's
-    raw score (None where unknown) and ``normalized`` (an attribute, not unpacked) what the
-    method's normalisation made of it. ``Contribution(list_index, rank, weight, contribution,
-    score=None, normalized=None)`` checks them (list_index an int >= 0, rank an int >= 0, the
+    `rank` is the 1-based position in list `list_index` (0 for a list that does not hold the
+    key but still gives it a value: borda's unranked share, a mean's zero); `score` the list's
+    raw score (None where unknown) and `normalized` (an attribute, not unpacked) what the
+    method's normalisation made of it. `Contribution(list_index, rank, weight, contribution,
+    score=None, normalized=None)` checks them (list_index an int >= 0, rank an int >= 0, the
     others reals).
     """
 
     @property
-    def list_index(self) -> int: ...
+    def list_index(self) -> int:
+        """The list (0-based)."""
     @property
-    def rank(self) -> int: ...
+    def rank(self) -> int:
+        """The 1-based rank in that list, 0 when the key is not in it."""
     @property
-    def weight(self) -> float: ...
+    def weight(self) -> float:
+        """The list's weight."""
     @property
-    def contribution(self) -> float: ...
+    def contribution(self) -> float:
+        """The term the method adds (RRF: weight / (k + rank))."""
     @property
     def score(self) -> Optional[float]:
-        """The list's own raw score for this item, when ``scores=`` was passed."""
+        """The list's own raw score for this item, when `scores=` was passed, else None."""
     @property
     def normalized(self) -> Optional[float]:
         """The value the normalisation gave it (score-based methods), else None."""
@@ -80,19 +84,22 @@ class Contribution(tuple[int, int, float, float, Optional[float]]):
 
 @final
 class Hit(tuple[Any, float]):
-    """A fused hit: the tuple ``(key, score)``; its trace (``contributions``, ``factor``,
-    ``divisor``, ``boost``) is None unless ``trace=True``.
+    """A fused hit: the tuple `(key, score)`; its trace (`contributions`, `factor`, `divisor`,
+    `boost`) is None unless `trace=True`.
 
-    ``Hit(key, score, contributions=None, factor=None, divisor=None, boost=None)`` checks its
+    `Hit(key, score, contributions=None, factor=None, divisor=None, boost=None)` checks its
     fields (a hashable key, real score/factor/divisor/boost, a tuple of Contribution).
     """
 
     @property
-    def key(self) -> Any: ...
+    def key(self) -> Any:
+        """The key, as first met in the lists."""
     @property
-    def score(self) -> float: ...
+    def score(self) -> float:
+        """The fused score."""
     @property
-    def contributions(self) -> Optional[tuple[Contribution, ...]]: ...
+    def contributions(self) -> Optional[tuple[Contribution, ...]]:
+        """The key's `Contribution`s by list then rank, with trace=True."""
     @property
     def factor(self) -> Optional[float]:
         """What the method multiplied the sum of the contributions by (mnz's |present|, ...)."""
@@ -101,7 +108,7 @@ class Hit(tuple[Any, float]):
         """What the method divided it by (anz's |present|, a mean's weight sum, ...)."""
     @property
     def boost(self) -> Optional[float]:
-        """What the boost added (``boost_weight * (v - min) / (max - min)``)."""
+        """What the boost added (`boost_weight * (v - min) / (max - min)`)."""
     def __new__(
         cls,
         key: Any,
@@ -142,22 +149,21 @@ class _FusionSettings(_RRFSettings, total=False):
 @final
 class Fusion:
     """The settings of a fusion, checked once when it is made: call it on one query's lists
-    (``f(lists, scores=None, boost=None)``), on a batch of id arrays (``f.batch(ids, scores=None,
-    pad=-1)``), or on many queries (``f.many(queries)``).
+    (`f(lists, scores=None, boost=None)`), on a batch of id arrays (`f.batch(ids, scores=None,
+    pad=-1)`), or on many queries (`f.many(queries)`).
 
-    Immutable, hashable, picklable; ``repr()`` and ``Fusion(**f.to_dict())`` give it back, and
-    ``f.replace(**changes)`` a changed copy. Two fusions that compute the same are equal (a
+    Immutable, hashable, picklable; `repr()` and `Fusion(**f.to_dict())` give it back, and
+    `f.replace(**changes)` a changed copy. Two fusions that compute the same are equal (a
     setting given at its default is the default).
 
-    Settings (docs/semantics.md): ``method`` (default "rrf"; ``rankfusion.METHODS`` lists them),
-    ``norm`` (a score-based method's normalisation, default "none"; ``rankfusion.NORMS``), ``k``
-    (rrf's constant, default 60), ``weights`` (one finite real per list; weighted methods),
-    ``window`` (only the first ``window`` items of each list are read), ``duplicates``
-    ("first", "sum", "error"), ``tie_break`` ("best_rank", "key"), ``offset`` and ``limit``
-    (the page), ``min_score``, ``normalize`` (rrf only), ``lower_is_better`` (one bool per
-    list: lists of distances), ``phi`` (rbc, needed), ``gamma`` (gmnz, needed), ``sigma``
-    (logn_isr, default 0.01), ``boost_weight`` (the weight of a call's ``boost``), ``trace``
-    (every hit explained).
+    Settings (docs/semantics.md): `method` (default "rrf"; `rankfusion.METHODS` lists them),
+    `norm` (a score-based method's normalisation, default "none"; `rankfusion.NORMS`), `k`
+    (rrf's constant, default 60), `weights` (one finite real per list; weighted methods),
+    `window` (only the first `window` items of each list are read), `duplicates` ("first",
+    "sum", "error"), `tie_break` ("best_rank", "key"), `offset` and `limit` (the page),
+    `min_score`, `normalize` (rrf only), `lower_is_better` (one bool per list: lists of
+    distances), `phi` (rbc, needed), `gamma` (gmnz, needed), `sigma` (logn_isr, default 0.01),
+    `boost_weight` (the weight of a call's `boost`), `trace` (every hit explained).
 
     Raises FusionTypeError (a TypeError) or FusionError (a ValueError) naming the first bad
     setting, in the order above; a setting the method does not use is an error naming both.
@@ -185,10 +191,12 @@ class Fusion:
         boost: Optional[Mapping[int, float]] = None,
         threads: Optional[int] = None,
     ) -> BatchResult:
-        """Fuses Q queries of 2-D integer id arrays (Q, N_i) padded with ``pad`` (and per list
-        None or a real score array of the same shape): row q of the result equals the fusion
-        of row q of every list, bit for bit. Rows run in parallel on up to ``threads`` threads
-        with the GIL released. An error of row q is located there (``row q: ...``)."""
+        """Fuses Q queries at once from id arrays: `ids` per list a 2-D integer array (Q, N_i)
+        padded with `pad`, `scores` None or per list None or a real array of the same shape,
+        `boost` a mapping id -> finite value. Row q of the result equals the fusion of row q of
+        every list, bit for bit (docs/batch.md). Rows run in parallel on up to `threads` threads
+        (default: every CPU) with the GIL released. Returns a `BatchResult`.
+        """
     def many(
         self,
         queries: Iterable[Iterable[Iterable[Hashable]]],
@@ -196,16 +204,26 @@ class Fusion:
         scores: Optional[Iterable[Any]] = None,
         threads: Optional[int] = None,
     ) -> list[list[Hit]]:
-        """``[f(lists, scores=scores[q]) for q, lists in enumerate(queries)]``; an error of
-        query q is located there (``queries[q]: ...``)."""
+        """Fuses many queries of any keys: `[f(lists, scores=scores[q]) for q, lists in
+        enumerate(queries)]`, one after the other (`threads` is only checked). An error of query
+        q is located there (`queries[q]: ...`).
+        """
     def check(self, n_lists: int) -> None:
-        """Checks the settings against a call of ``n_lists`` lists, as every call does first."""
+        """Checks the settings against a call of `n_lists` lists, as every call does first: one
+        weight and one `lower_is_better` flag per list, normalize's divisor. For callers that
+        fuse many queries of the same lists (run files, tables) and want the error up front.
+        """
     def to_dict(self) -> dict[str, Any]:
-        """The settings that differ from the defaults (and ``method``), JSON-ready."""
+        """The settings that differ from the defaults (and `method`), as plain JSON-ready data:
+        `Fusion(**f.to_dict()) == f`.
+        """
     def replace(self, **changes: Any) -> Fusion:
-        """A copy with some settings changed; a setting given as None goes back to its default."""
+        """A copy with some settings changed (checked as `Fusion(**f.to_dict(), **changes)`); a
+        setting given as None goes back to its default.
+        """
     @property
-    def method(self) -> str: ...
+    def method(self) -> str:
+        """The method's name."""
     @property
     def norm(self) -> Optional[str]:
         """The normalisation asked for (None: the method's own, or none)."""
@@ -213,7 +231,8 @@ class Fusion:
     def norm_in_effect(self) -> str:
         """The normalisation in effect: the method's own, the one asked for, or "none"."""
     @property
-    def k(self) -> float: ...
+    def k(self) -> float:
+        """RRF's constant (60 unless given)."""
     @property
     def weights(self) -> Optional[tuple[float, ...]]: ...
     @property
@@ -237,59 +256,68 @@ class Fusion:
     @property
     def gamma(self) -> Optional[float]: ...
     @property
-    def sigma(self) -> Optional[float]: ...
+    def sigma(self) -> Optional[float]:
+        """logn_isr's sigma (0.01 unless given); None for the other methods."""
     @property
     def boost_weight(self) -> Optional[float]: ...
     @property
     def trace(self) -> bool: ...
     @property
     def reads_scores(self) -> bool:
-        """Whether a call needs scores for every list it reads."""
+        """Whether a call needs scores for every list it reads (a score-based method whose
+        normalisation reads them).
+        """
 
-def _fusion(settings: Mapping[str, Any]) -> Fusion: ...
+def _fusion(settings: Mapping[str, Any]) -> Fusion:
+    """`Fusion(**settings)`, for pickle."""
 
 @final
 class MethodInfo:
-    """One row of ``METHODS``: what a method reads, takes and computes."""
+    """One row of `rankfusion.METHODS`: what a method reads, takes and computes."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Its name (the `method` setting)."""
     @property
     def kind(self) -> str:
         """ "rank" (its values come from the ranks) or "score" (from the lists' scores)."""
     @property
-    def weighted(self) -> bool: ...
+    def weighted(self) -> bool:
+        """Whether it takes `weights`."""
     @property
     def params(self) -> tuple[str, ...]:
-        """The parameters it takes besides the weights."""
+        """The parameters it takes besides the weights (`k`, `normalize`, `phi`, `gamma`, `sigma`)."""
     @property
     def norm(self) -> Optional[str]:
-        """The normalisation it applies itself, or None."""
+        """The normalisation it applies itself (its `norm` is then refused), or None."""
     @property
     def fills(self) -> bool:
         """Whether a list that does not hold a key still gives it a term."""
     @property
     def term(self) -> str:
-        """What one occurrence adds (``w`` weight, ``v`` normalised value, ``r`` rank)."""
+        """What one occurrence adds (`w` weight, `v` normalised value, `r` rank)."""
     @property
     def combine(self) -> str:
         """How a key's terms become its score."""
     @property
-    def anchor(self) -> str: ...
+    def anchor(self) -> str:
+        """Where the definition comes from."""
     @property
     def traced(self) -> bool:
-        """Whether ``rankfusion.optimize`` scores its settings from one traced fusion (a sum of
+        """Whether `rankfusion.optimize` scores its settings from one traced fusion (a sum of
         terms of one list's rank or value each, perhaps times a factor of the lists holding
-        the key)."""
+        the key).
+        """
 
 @final
 class NormInfo:
-    """One row of ``NORMS``."""
+    """One row of `rankfusion.NORMS`."""
 
     @property
     def name(self) -> str: ...
     @property
-    def reads_scores(self) -> bool: ...
+    def reads_scores(self) -> bool:
+        """Whether it reads the lists' scores (`rank` and `borda` read the ranks only)."""
 
 METHODS: MappingProxyType[str, MethodInfo]
 """The fusion methods by name (read-only)."""
@@ -302,15 +330,17 @@ def rrf(
     scores: Optional[Iterable[Optional[Iterable[float]]]] = None,
     **settings: Unpack[_RRFSettings],
 ) -> list[Hit]:
-    """Reciprocal Rank Fusion of ranked lists (each best first): ``Fusion(**settings)(lists,
-    scores)`` with RRF's settings (see ``Fusion``).
+    """Reciprocal Rank Fusion of ranked lists (each best first): `Fusion(**settings)(lists,
+    scores)` with RRF's settings (`k`, `weights`, `window`, `duplicates`, `tie_break`, `offset`,
+    `limit`, `min_score`, `normalize`, `trace`: see `Fusion`).
 
     Every counted occurrence of a key at rank r (1-based position in the list as given) of list
     i contributes weights[i] / (k + r); a key's score is the sum of its contributions added in
     ascending order of value from 0.0, so list order never changes a score's bits. Hits are
     ordered by score descending, ties by first appearance in the interleaved scan (or by key
-    with tie_break="key"). ``scores`` are carried into traces only. Returns a list of ``Hit``,
-    best first. Errors: as ``Fusion``'s; the whole contract: docs/semantics.md.
+    with tie_break="key"). `scores` (per list None or raw scores aligned with it) are carried
+    into traces only. Returns a list of `Hit`, best first. Errors: as `Fusion`'s; the whole
+    contract: docs/semantics.md.
     """
 
 def fuse(
@@ -320,8 +350,9 @@ def fuse(
     boost: Optional[Mapping[Any, float]] = None,
     **settings: Unpack[_FusionSettings],
 ) -> list[Hit]:
-    """Fusion of ranked lists (each best first) by any method: ``Fusion(**settings)(lists,
-    scores, boost)`` (see ``Fusion``). Returns a list of ``Hit``, best first."""
+    """Fusion of ranked lists (each best first) by any method: `Fusion(**settings)(lists, scores,
+    boost)` (the settings: see `Fusion`). Returns a list of `Hit`, best first.
+    """
 
 # --- Candidate revalidation ------------------------------------------------------------------------
 
@@ -329,20 +360,23 @@ __all__ += ["Revalidated", "RevalidatedBatch", "pool_size", "revalidate", "reval
 
 @final
 class Revalidated(tuple[Any, Any, float]):
-    """A live candidate: the tuple ``(id, record, score)``."""
+    """A live candidate: the tuple `(id, record, score)`."""
 
     @property
-    def id(self) -> Any: ...
+    def id(self) -> Any:
+        """The candidate's id."""
     @property
-    def record(self) -> Any: ...
+    def record(self) -> Any:
+        """The live record the lookup returned."""
     @property
-    def score(self) -> float: ...
+    def score(self) -> float:
+        """The candidate's score, as given."""
     def __new__(cls, id: Any, record: Any, score: float) -> Revalidated: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
 class RevalidatedBatch(tuple[Any, Any, Any]):
-    """The live candidates of a batch: the tuple ``(ids, scores, counts)``."""
+    """The live candidates of a batch: the tuple `(ids, scores, counts)`."""
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
@@ -356,7 +390,13 @@ class RevalidatedBatch(tuple[Any, Any, Any]):
     def __new__(cls, ids: Any, scores: Any, counts: Any) -> RevalidatedBatch: ...
 
 def pool_size(limit: int, filtering: str, multiplier: int = 3) -> int:
-    """``limit`` for ``"pre"`` filtering, else ``limit * multiplier``."""
+    """How many candidates to ask a vector index for, to end with `limit` hits after filtering.
+
+    `limit` when the index filters before the scan (`filtering == "pre"`); `limit * multiplier`
+    for `"post"`, `"none"` and anything else, a non-str included (fail safe: widen the pool and
+    filter in-engine). `limit` is an int >= 0 and `multiplier` an int >= 1 (bool rejected); the
+    result is exact for any size.
+    """
 
 def revalidate(
     candidates: Iterable[tuple[Hashable, float]],
@@ -365,7 +405,30 @@ def revalidate(
     where: Optional[Callable[[Any], Any]] = None,
     limit: Optional[int] = None,
 ) -> list[Revalidated]:
-    """The live candidates, as (id, record, score) triples, in input order."""
+    """The live candidates, as (id, record, score) triples, in input order (docs/semantics.md, "Candidate
+    revalidation").
+
+    - `candidates`: an iterable of (id, score) pairs, best first, as the index returned them
+      (a Mapping is rejected: pass `mapping.items()`). Ids are hashable, with dict semantics
+      (`1`, `1.0` and `True` are one id); scores are real numbers, carried as float and never
+      compared, so NaN and infinities pass through.
+    - `lookup`: an object with `get(id)` (a Mapping qualifies; a missing key drops the candidate)
+      and optionally `get_many(ids)`. When `get_many` exists it is called ONCE with a fresh list of
+      the unique ids in first-seen order and must return a Mapping id -> record or None (anything
+      else is a TypeError: a bug of the lookup); ids it holds but nobody asked for are ignored. If
+      it raises an `Exception`, `get` is called once per candidate instead, duplicates included; an
+      `Exception` from `get` drops that candidate. BaseExceptions (KeyboardInterrupt, SystemExit)
+      always propagate. A None record drops the candidate.
+    - Every occurrence of a duplicate id is kept with its own score, in input order, never
+      re-sorted; each result carries the candidate's own id object.
+    - `where(record)`: the in-engine filter, called on each live record in input order; a falsy
+      answer drops it, an exception propagates.
+    - `limit`: None or an int >= 0; the walk (per-id `get` calls and `where` calls) stops once
+      `limit` results are kept. No candidates, or `limit=0`: the lookup is not called at all.
+
+    Bad arguments raise TypeError/ValueError naming the argument or the candidate's position,
+    before the lookup is called.
+    """
 
 def revalidate_batch(
     ids: npt.ArrayLike,
@@ -375,7 +438,23 @@ def revalidate_batch(
     limit: Optional[int] = None,
     pad: int = -1,
 ) -> RevalidatedBatch:
-    """The live candidates of Q queries at once: ONE ``is_live`` call for the whole batch."""
+    """The live candidates of Q queries at once (docs/semantics.md, "Candidate revalidation").
+
+    - `ids`: (Q, P) integer array (or nested lists), padded with `pad`; int64 natively, other
+      integer dtypes are converted (uint64 when every value fits in int64, else ValueError; bool
+      is not an integer dtype: TypeError).
+    - `scores`: (Q, P) real array (integer or float dtype), converted to float64; NaN is carried.
+    - `is_live(ids)`: called ONCE with a 1-D int64 array of the batch's unique ids in first-seen
+      order, row by row, pads never included; it returns a boolean array (dtype bool, else
+      TypeError) of the same length (else ValueError). Not called when the batch holds no id or
+      `limit` is 0; its exceptions propagate.
+    - Row q keeps its live candidates in input order (duplicates included), truncated to `limit`.
+
+    Returns `RevalidatedBatch(ids, scores, counts)`: ids (Q, W) int64 padded with `pad`, scores
+    (Q, W) float64 padded with NaN, counts (Q,) int64. W is `min(limit, P)` with a limit, else
+    the largest count. The plan and the per-row compaction run in Rust with the GIL released
+    (the compaction in parallel); the inputs are copied first, never modified.
+    """
 
 # --- end of Candidate revalidation ----------------------------------------------------------------
 
@@ -383,7 +462,7 @@ def revalidate_batch(
 
 @final
 class BatchResult(tuple[Any, Any, Any]):
-    """The result of ``rrf_batch`` and ``fuse_batch``: the tuple ``(ids, scores, counts)``."""
+    """The result of `rrf_batch`, `fuse_batch` and `Fusion.batch`: the tuple `(ids, scores, counts)`; `ranks`, `contributions` and `normalized` (attributes, not unpacked) are (Q, W, L) arrays with trace=True, else None."""
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
@@ -399,10 +478,10 @@ class BatchResult(tuple[Any, Any, Any]):
         """(Q, W, L) int32 with trace=True: the hit's best rank in list l, 0 where absent."""
     @property
     def contributions(self) -> Optional[npt.NDArray[np.float64]]:
-        """(Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 if absent."""
+        """(Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 where absent."""
     @property
     def normalized(self) -> Optional[npt.NDArray[np.float64]]:
-        """(Q, W, L) float64 with fuse_batch's trace: the normalised value in list l."""
+        """(Q, W, L) float64 with fuse_batch's trace: the hit's normalised value in list l."""
     def __new__(
         cls,
         ids: Any,
@@ -420,8 +499,9 @@ def rrf_batch(
     threads: Optional[int] = None,
     **settings: Unpack[_RRFSettings],
 ) -> BatchResult:
-    """RRF of Q queries at once over 2-D integer id arrays (Q, N_i) padded with ``pad``:
-    ``Fusion(**settings).batch(lists, pad=pad, threads=threads)`` (without ``normalized``)."""
+    """RRF of Q queries at once from id arrays: `Fusion(**settings).batch(lists, pad=pad,
+    threads=threads)` with RRF's settings. Returns a `BatchResult` (without `normalized`).
+    """
 
 def fuse_batch(
     ids: Iterable[Any],
@@ -432,8 +512,9 @@ def fuse_batch(
     threads: Optional[int] = None,
     **settings: Unpack[_FusionSettings],
 ) -> BatchResult:
-    """``Fusion(**settings).batch(ids, scores, pad=pad, boost=boost, threads=threads)``: row q
-    equals ``fuse`` of row q."""
+    """Fusion of Q queries at once by any method: `Fusion(**settings).batch(ids, scores, pad=pad,
+    boost=boost, threads=threads)`. Returns a `BatchResult`.
+    """
 
 def rrf_many(
     queries: Iterable[Iterable[Iterable[Hashable]]],
@@ -442,53 +523,96 @@ def rrf_many(
     threads: Optional[int] = None,
     **settings: Unpack[_RRFSettings],
 ) -> list[list[Hit]]:
-    """``Fusion(**settings).many(queries, scores=scores)``: ``[rrf(lists, **settings) for lists
-    in queries]`` with the settings checked once."""
+    """`[rrf(lists, scores=scores[q], **settings) for q, lists in enumerate(queries)]` with the
+    settings checked once: `Fusion(**settings).many(queries, scores=scores)`.
+    """
 
 # Private helpers of rankfusion.trec (not part of the API).
 @final
 class _RunFile:
-    """A run file parsed for ``_fuse_run_files``: its bytes and its queries' byte ranges."""
+    """A run file parsed for `_fuse_run_files`: its bytes and its queries as byte ranges of them,
+    without a Python object per line. `len()` is its number of queries.
+    """
 
     def __len__(self) -> int: ...
     def qids(self) -> list[str]:
-        """The query ids in order of first appearance, decoded as ``read_run`` decodes them."""
+        """The query ids in order of first appearance, decoded as `read_run` decodes them."""
 
 def _parse_run_files(
     datas: Sequence[bytes], paths: Sequence[str], order: str, duplicates: str
 ) -> list[Any]:
-    """Per file, in order, a ``_RunFile`` or the ``TrecFormatError`` ``read_run`` raises."""
+    """Parses run files' bytes (decompressed), on the thread pool with the GIL released: per file,
+    in order, a `_RunFile`, or the `TrecFormatError` (not raised) that `read_run` raises for it.
+    Ctrl-C raises `KeyboardInterrupt` within milliseconds.
+    `order` is "score" or "file", `duplicates` "error", "first" or "keep".
+    """
 
 def _fuse_run_files(files: Sequence[_RunFile], fusion: Fusion, *, tag: bytes) -> bytes:
-    """The bytes ``write_run(fuse(runs, fusion), tag=tag)`` writes for the runs ``files`` hold."""
+    """The fused run of `files` (`_RunFile`s, in the order of the runs) as the bytes of its TREC
+    lines: what `write_run(fuse(runs, ...), tag=tag)` writes for the same files read by
+    `read_run`, with tie_break "best_rank", no offset, min_score, normalisation or boost (a huge
+    window or limit means no bound). The fusion arguments are `rankfusion.fuse`'s, checked as it
+    checks them; a score-based method reads the runs' scores. Fused on the thread pool with the
+    GIL released. Raises ValueError as `fuse` does (the message prefixed with the query) for the
+    first query that fails. Ctrl-C raises `KeyboardInterrupt` within milliseconds.
+    """
 
 def _join_bytes(chunks: Sequence[bytes]) -> bytes:
-    """``b"".join(chunks)``, copied with the GIL released and Ctrl-C checked between chunks."""
+    """`b"".join(chunks)`, copied with the GIL released and Ctrl-C checked between chunks: a file
+    read in chunks (each read interruptible) becomes one bytes without a copy of hundreds of MB
+    that nothing can interrupt (a file of 18 M lines is 0.7 GB).
+    """
 
 def _parse_run(
     data: bytes, path: str, order: str, duplicates: str
-) -> list[tuple[str, list[str], list[float]]]: ...
-def _parse_qrels(data: bytes, path: str, duplicates: str) -> dict[str, dict[str, int]]: ...
+) -> list[tuple[str, list[str], list[float]]]:
+    """Parses a run file's bytes (decompressed) into `[(qid, docids, scores), ...]`, queries in
+    order of first appearance. `order` is "score" or "file", `duplicates` "error", "first" or
+    "keep". Raises `rankfusion.trec.TrecFormatError(path, line, reason)` for a malformed file.
+    """
+
+def _parse_qrels(data: bytes, path: str, duplicates: str) -> dict[str, dict[str, int]]:
+    """Parses a qrels file's bytes into `{qid: {docid: gain}}`. `duplicates` is "error", "first" or
+    "keep" (every line: the last gain of a doc wins).
+    Raises `rankfusion.trec.TrecFormatError(path, line, reason)` for a malformed file.
+    """
+
 def _run_lines(
     qid: str, docids: Sequence[Any], scores: Optional[Sequence[Any]], tag: str
-) -> Optional[str]: ...
+) -> Optional[str]:
+    """The TREC lines `qid Q0 docid rank score tag\\n` of one query, ranks 1..n, scores as Python's
+    `repr` writes them: for a list of `Hit` (`scores` None), or for aligned doc ids and scores
+    (lists or tuples; lines for the shorter's length, like zip).
+
+    Returns None, writing nothing, for anything else: an item that is not a Hit, a doc id that
+    is not an exact str or is empty or contains whitespace or a lone surrogate, a score that is
+    not an exact float or is NaN (which the reader refuses). The caller then formats the query
+    itself (converting, or raising the error that names the bad id or score). `qid` and `tag`
+    are checked by the caller.
+    """
 
 # Private helpers of rankfusion.hybrid (not part of the API).
 def _pairs_union(searches: Sequence[Any]) -> Optional[list[Any]]:
-    """The ids of every search's candidates, each once, in first-seen order, when every search
-    is a list of ``(id, float)`` tuples with hashable ids; else None."""
+    """The ids of the candidates of every list in `searches`, each once, in first-seen order (dict
+    semantics: 1, 1.0 and True are one id), when every list is a list of `(id, float)` 2-tuples
+    and every id is hashable; else None (the caller checks the candidates the slow way, which
+    names a bad one). An id's own exception other than TypeError propagates.
+    """
 
 def _fuse_live_pairs(searches: Sequence[Any], alive: Any, window: int, fusion: Fusion) -> list[Hit]:
-    """``fusion`` of each search's candidates whose id is ``in alive``, up to ``window`` per
-    list."""
+    """The fusion of the live candidates of each search: each list keeps, in order, its candidates
+    whose id is `in alive`, up to `window` of them, and is fused as `fusion(ids, scores)` — the
+    same hits, the same errors. Every search must be a list of `(id, float)` 2-tuples (TypeError
+    otherwise: the caller checks with `_pairs_union` first).
+    """
 
 # Private helper of rankfusion.optimize (not part of the API).
 @final
 class _Trace:
-    """A traced fusion of Q queries held in the core: ``fuse_batch(..., trace=True)`` with
-    weight 1 for every list, as its ``ids`` (Q, W), ``counts`` (Q,), ``ranks`` (Q, W, L) and,
-    for score-based methods, ``normalized`` (Q, W, L) (copied in). ValueError for arrays whose
-    shapes do not agree, TypeError for a wrong dtype."""
+    """A traced fusion of Q queries: `fuse_batch(..., trace=True)` with weight 1 for every list (so
+    that every list is read), given as its `ids` (Q, W), `counts` (Q,), `ranks` (Q, W, L) and,
+    for score-based methods, `normalized` (Q, W, L). See `combine`.
+    """
 
     def __new__(
         cls,
@@ -504,12 +628,15 @@ class _Trace:
         cutoff: Optional[int] = None,
         threads: Optional[int] = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """S settings (each a ``Fusion`` of the traced method, or its settings as a dict) scored
-        from the trace, with the GIL released. Returns ``(counts (S, Q), ids, scores)``: each
-        setting's rows as ``Fusion.batch`` fuses them (same order, same bits), each cut at
-        ``cutoff`` (its hits whose score as a C float is at least its cutoff-th's) when given.
-        A setting that the checker refuses, that cannot be scored from a trace, or that cannot be
-        fused raises FusionError / FusionTypeError with ``setting_index`` set to its index."""
+        """Scores S settings (each a `Fusion`, or its settings as a dict) of the traced method from
+        the trace, with the GIL released, on up to `threads` threads. Each row is cut at `cutoff`
+        when given (its hits whose score as a C float is at least its cutoff-th's). Returns
+        `(counts, ids, scores)`: counts (S, Q) int64, then the kept hits' ids and scores (int64,
+        float64), setting after setting and row after row, each row in fuse's order. Errors: a
+        setting that the checker refuses (FusionError / FusionTypeError), that is not scored
+        from a trace (a method, norm or argument that needs the whole fusion), or that cannot be
+        fused (FusionError at its row); the exception's `setting_index` attribute is its index.
+        """
 
 # Private helpers of rankfusion.compare (not part of the API; rust/py/compare.rs). Their
 # argument errors are FusionTypeError / FusionError naming the argument, as the API's.
@@ -537,24 +664,31 @@ def _paired_tests(
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
 ]:
-    """``(delta, p, effect_size, low, high, wins, ties, losses)``: the paired test of row t of
-    ``x`` (T, n) against row t of ``y``, drawing from stream ``streams[t]`` of ``seed``, with
-    the GIL released (NaN where undefined: docs/semantics.md, "Comparing runs"). FusionTypeError
-    for an argument of a wrong type; FusionError for a value the core refuses (shapes that do
-    not agree, ``permutations`` outside 1..2**40, ``confidence`` outside (0, 1), the t-test with
-    one query; a value that is not finite, at ``list`` = its row and ``rank`` = its query + 1);
-    KeyboardInterrupt when interrupted."""
+    """`(delta, p, effect_size, low, high, wins, ties, losses)`, arrays of T: the paired test of
+    row t of `x` (the system's per-query values, (T, n) float64) against row t of `y` (the
+    baseline's), drawing from stream `streams[t]` (uint64) of `seed`; on up to `threads` threads,
+    with the GIL released. Undefined values are NaN. Errors: FusionTypeError / FusionError naming
+    the argument (`x`, `y`, `streams`, `test`, `permutations`, `seed`, `confidence`, `threads`)
+    for what the core refuses (docs/semantics.md, "Comparing runs"); a value that is not finite
+    is located at `list` = its row and `rank` = its query + 1; KeyboardInterrupt (or what the
+    SIGINT handler raises) when interrupted.
+    """
 
 def _correct(p: npt.NDArray[np.float64], method: str) -> npt.NDArray[np.float64]:
-    """The family ``p`` corrected by ``method`` (one of ``_CORRECTIONS``), in order."""
+    """The family of p-values `p` (a 1-D float64 array) corrected by `method` (one of
+    `_CORRECTIONS`), in order. Errors: FusionTypeError / FusionError naming `p` or `method`.
+    """
 
 def _row_means(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Each row's values added left to right from 0.0, over their number. FusionError when
-    ``values`` has no columns."""
+    """Each row's mean (its values added left to right from 0.0, over their number: ir-measures'
+    mean) of a 2-D float64 array with at least one column. Errors: FusionTypeError /
+    FusionError naming `values`.
+    """
 
 def _exact(n: int, permutations: int) -> bool:
-    """Whether the randomization test of n queries enumerates every sign vector
-    (``2**n <= permutations``)."""
+    """Whether the randomization test of `n` queries with `permutations` enumerates every sign
+    vector (`2**n <= permutations`).
+    """
 
 __all__ += [
     "_CORRECTIONS",

@@ -435,7 +435,9 @@ pub struct PyMethodInfo {
     combine: &'static str,
     /// Where the definition comes from.
     anchor: &'static str,
-    /// Whether `rankfusion.optimize` scores its settings from one traced fusion.
+    /// Whether `rankfusion.optimize` scores its settings from one traced fusion (a sum of
+    /// terms of one list's rank or value each, perhaps times a factor of the lists holding
+    /// the key).
     traced: bool,
 }
 

@@ -116,32 +116,38 @@ fn no_check(_: &[Bound<'_, PyAny>]) -> PyResult<()> {
 
 pub static CONTRIBUTION: Spec = Spec {
     name: c"Contribution",
-    doc: c"What one list gave a hit: the tuple (list_index, rank, weight, contribution, score); \
-           normalized is an attribute.",
+    doc: c"What one list gave a hit: the tuple `(list_index, rank, weight, contribution, \
+           score)`.\n\n\
+           `rank` is the 1-based position in list `list_index` (0 for a list that does not hold \
+           the\nkey but still gives it a value: borda's unranked share, a mean's zero); `score` \
+           the list's\nraw score (None where unknown) and `normalized` (an attribute, not \
+           unpacked) what the\nmethod's normalisation made of it. `Contribution(list_index, \
+           rank, weight, contribution,\nscore=None, normalized=None)` checks them (list_index \
+           an int >= 0, rank an int >= 0, the\nothers reals).",
     fields: &[
-        field(c"list_index", c"the list (0-based)", Kind::Count(0), false),
+        field(c"list_index", c"The list (0-based).", Kind::Count(0), false),
         field(
             c"rank",
-            c"the 1-based rank in that list, 0 when the key is not in it",
+            c"The 1-based rank in that list, 0 when the key is not in it.",
             Kind::Count(0),
             false,
         ),
-        field(c"weight", c"the list's weight", Kind::Real, false),
+        field(c"weight", c"The list's weight.", Kind::Real, false),
         field(
             c"contribution",
-            c"the term the method adds (RRF: weight / (k + rank))",
+            c"The term the method adds (RRF: weight / (k + rank)).",
             Kind::Real,
             false,
         ),
         field(
             c"score",
-            c"the list's own raw score, when given",
+            c"The list's own raw score for this item, when `scores=` was passed, else None.",
             Kind::Real,
             true,
         ),
         field(
             c"normalized",
-            c"the value the normalisation gave it (score-based methods)",
+            c"The value the normalisation gave it (score-based methods), else None.",
             Kind::Real,
             true,
         ),
@@ -156,34 +162,43 @@ pub static CONTRIBUTION: Spec = Spec {
 
 pub static HIT: Spec = Spec {
     name: c"Hit",
-    doc: c"A fused hit: unpacks as (key, score); contributions is None unless trace=True.",
+    doc: c"A fused hit: the tuple `(key, score)`; its trace (`contributions`, `factor`, \
+           `divisor`,\n`boost`) is None unless `trace=True`.\n\n\
+           `Hit(key, score, contributions=None, factor=None, divisor=None, boost=None)` checks \
+           its\nfields (a hashable key, real score/factor/divisor/boost, a tuple of \
+           Contribution).",
     fields: &[
         field(
             c"key",
-            c"the key, as first met in the lists",
+            c"The key, as first met in the lists.",
             Kind::Hashable,
             false,
         ),
-        field(c"score", c"the fused score", Kind::Real, false),
+        field(c"score", c"The fused score.", Kind::Real, false),
         field(
             c"contributions",
-            c"the key's Contributions by list then rank, with trace=True",
+            c"The key's `Contribution`s by list then rank, with trace=True.",
             Kind::TupleOf(&CONTRIBUTION),
             true,
         ),
         field(
             c"factor",
-            c"what the method multiplied the sum of the contributions by (traced)",
+            c"What the method multiplied the sum of the contributions by (mnz's |present|, ...).",
             Kind::Real,
             true,
         ),
         field(
             c"divisor",
-            c"what the method divided it by (traced)",
+            c"What the method divided it by (anz's |present|, a mean's weight sum, ...).",
             Kind::Real,
             true,
         ),
-        field(c"boost", c"what the boost added (traced)", Kind::Real, true),
+        field(
+            c"boost",
+            c"What the boost added (`boost_weight * (v - min) / (max - min)`).",
+            Kind::Real,
+            true,
+        ),
     ],
     visible: 2,
     plain: true,
@@ -195,18 +210,18 @@ pub static HIT: Spec = Spec {
 
 pub static REVALIDATED: Spec = Spec {
     name: c"Revalidated",
-    doc: c"A live candidate: unpacks as (id, record, score).",
+    doc: c"A live candidate: the tuple `(id, record, score)`.",
     fields: &[
-        field(c"id", c"the candidate's id", Kind::Hashable, false),
+        field(c"id", c"The candidate's id.", Kind::Hashable, false),
         field(
             c"record",
-            c"the live record the lookup returned",
+            c"The live record the lookup returned.",
             Kind::Any,
             false,
         ),
         field(
             c"score",
-            c"the candidate's score, as given",
+            c"The candidate's score, as given.",
             Kind::Real,
             false,
         ),
@@ -243,42 +258,43 @@ fn batch_shapes(fields: &[Bound<'_, PyAny>]) -> PyResult<()> {
 
 pub static BATCH_RESULT: Spec = Spec {
     name: c"BatchResult",
-    doc: c"The result of rrf_batch and fuse_batch: unpacks as (ids, scores, counts); ranks and contributions \
-           are (Q, W, L) arrays with trace=True, else None.",
+    doc: c"The result of `rrf_batch`, `fuse_batch` and `Fusion.batch`: the tuple `(ids, scores, \
+           counts)`; `ranks`, `contributions` and `normalized` (attributes, not unpacked) are \
+           (Q, W, L) arrays with trace=True, else None.",
     fields: &[
         field(
             c"ids",
-            c"(Q, W) int64, padded with the pad value",
+            c"(Q, W) int64, padded with the pad value.",
             Kind::Array("int64", 2),
             false,
         ),
         field(
             c"scores",
-            c"(Q, W) float64, padded with NaN",
+            c"(Q, W) float64, padded with NaN.",
             Kind::Array("float64", 2),
             false,
         ),
         field(
             c"counts",
-            c"(Q,) int64: the hits of each row",
+            c"(Q,) int64: the number of real hits of each row.",
             Kind::Array("int64", 1),
             false,
         ),
         field(
             c"ranks",
-            c"(Q, W, L) int32: the hit's best rank in list l, 0 where absent",
+            c"(Q, W, L) int32 with trace=True: the hit's best rank in list l, 0 where absent.",
             Kind::Array("int32", 3),
             true,
         ),
         field(
             c"contributions",
-            c"(Q, W, L) float64: the hit's contribution from list l, 0.0 where absent",
+            c"(Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 where absent.",
             Kind::Array("float64", 3),
             true,
         ),
         field(
             c"normalized",
-            c"(Q, W, L) float64 (fuse_batch): the normalised value of the hit in list l",
+            c"(Q, W, L) float64 with fuse_batch's trace: the hit's normalised value in list l.",
             Kind::Array("float64", 3),
             true,
         ),
@@ -293,23 +309,23 @@ pub static BATCH_RESULT: Spec = Spec {
 
 pub static REVALIDATED_BATCH: Spec = Spec {
     name: c"RevalidatedBatch",
-    doc: c"The live candidates of a batch: unpacks as (ids, scores, counts).",
+    doc: c"The live candidates of a batch: the tuple `(ids, scores, counts)`.",
     fields: &[
         field(
             c"ids",
-            c"(Q, W) int64, padded with the pad value",
+            c"(Q, W) int64, padded with the pad value.",
             Kind::Array("int64", 2),
             false,
         ),
         field(
             c"scores",
-            c"(Q, W) float64, padded with NaN",
+            c"(Q, W) float64, padded with NaN.",
             Kind::Array("float64", 2),
             false,
         ),
         field(
             c"counts",
-            c"(Q,) int64: the candidates kept",
+            c"(Q,) int64: the live candidates kept in each row.",
             Kind::Array("int64", 1),
             false,
         ),
