@@ -254,7 +254,7 @@ pub fn _bare_loop(
         .enumerate()
         .map(|(i, a)| id_array(&a, &format!("lists[{i}]")))
         .collect::<PyResult<Vec<_>>>()?;
-    let n_threads = thread_count(threads.cloned())?;
+    let n_threads = thread_count(threads)?;
     let matrices = arrays
         .iter()
         .map(IdArray::matrix)

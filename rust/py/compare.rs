@@ -13,7 +13,7 @@ use pyo3::types::{PyModule, PyTuple};
 use super::args::{choice, describe, index, real, repr};
 use super::arrays::thread_count;
 use super::errors::{type_error, value_error};
-use super::signals::Signals;
+use super::signals;
 use crate::stats::{self, Correction, Settings, Test};
 
 /// A 2-D float64 numpy array's values, copied (other Python threads may write to the array
@@ -104,12 +104,9 @@ fn _paired_tests<'py>(
         confidence: real(confidence, "confidence")?,
     };
     let n_threads = thread_count(threads)?;
-    let signals = Signals::new(py)?;
-    let cancel = signals.cancel();
-    let outcomes =
-        py.detach(|| stats::paired_tests(&x, &y, n, &streams, &settings, n_threads, &cancel));
-    signals.raise()?;
-    let outcomes = outcomes?;
+    let outcomes = signals::detached(py, |cancel| {
+        stats::paired_tests(&x, &y, n, &streams, &settings, n_threads, cancel)
+    })??;
     let column = |f: fn(&stats::Paired) -> f64| -> Vec<f64> { outcomes.iter().map(f).collect() };
     let count = |f: fn(&stats::Paired) -> usize| -> Vec<i64> {
         outcomes

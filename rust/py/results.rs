@@ -641,7 +641,7 @@ fn items_offset(py: Python<'_>) -> PyResult<usize> {
 ///
 /// # Safety
 /// `obj` must be a record made by [`Spec::make`] (so [`items_offset`] has run).
-unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
+pub unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
     // SAFETY: `offset` is where a tuple's items start, inside the record's allocation.
     let offset = OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed);
     obj.cast::<u8>().add(offset).cast()

@@ -125,6 +125,21 @@ fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
     Ok(is_main)
 }
 
+/// Runs `work` with the GIL released and a `Cancel` that polls Python's signals (see
+/// [`Signals`]): the exception a signal handler raised during the work, if one did, is the
+/// error (the work's result dropped), else the work's result is returned.
+pub fn detached<T, F>(py: Python<'_>, work: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce(&Cancel<'_>) -> T + Send,
+{
+    let signals = Signals::new(py)?;
+    let cancel = signals.cancel();
+    let out = py.detach(|| work(&cancel));
+    signals.raise()?;
+    Ok(out)
+}
+
 /// The exception for a computation stopped by its `Cancel` when no handler's exception was kept
 /// (the core stopped for another reason): `KeyboardInterrupt`.
 pub fn interrupted() -> PyErr {

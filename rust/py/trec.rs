@@ -14,8 +14,8 @@ use rayon::prelude::*;
 
 use super::errors::{core_error, text};
 use super::fusion::fusion_arg;
-use super::results::HIT;
-use super::signals::{self, Signals};
+use super::results::{record_items, HIT};
+use super::signals;
 use crate::error::Error;
 use crate::pool;
 use crate::trec::fuse::{self, fused_run, RunFile as CoreRunFile};
@@ -89,9 +89,7 @@ fn join_bytes<'py>(
             .cast_into_unchecked::<PyBytes>()
     };
     let start = unsafe { ffi::PyBytes_AsString(joined.as_ptr()) } as usize;
-    let signals = Signals::new(py)?;
-    let cancel = signals.cancel();
-    let copied = py.detach(|| {
+    let copied = signals::detached(py, |cancel| {
         let mut at = start;
         for s in &slices {
             cancel.check()?;
@@ -101,8 +99,7 @@ fn join_bytes<'py>(
             at += s.len();
         }
         Ok::<(), Error>(())
-    });
-    signals.raise()?;
+    })?;
     copied.map_err(|e| core_error(py, e, None))?;
     Ok(joined)
 }
@@ -120,11 +117,9 @@ fn parse_run<'py>(
     duplicates: ReadDuplicates,
 ) -> PyResult<Bound<'py, PyList>> {
     let bytes = data.as_bytes();
-    let signals = Signals::new(py)?;
-    let cancel = signals.cancel();
-    let queries =
-        py.detach(|| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel));
-    signals.raise()?;
+    let queries = signals::detached(py, |cancel| {
+        trec::parse_run_cancellable(bytes, order, duplicates, score, cancel)
+    })?;
     let queries = queries.map_err(|e| core_error(py, e, Some(path)))?;
     // The objects (a str and a float a line) are made with the GIL held: signals are checked
     // every CHECK_LINES lines, and an interrupted call's objects are freed on another thread.
@@ -267,11 +262,13 @@ fn run_lines<'py>(
                 if !item.is_exact_instance(&hit_type) {
                     return Ok(None);
                 }
-                // SAFETY: a Hit: a struct sequence whose items 0 and 1 are the key and the score.
+                // SAFETY: an exact Hit, made by `Spec::make`: a record whose items 0 and 1 are
+                // its key and its score (never NULL).
                 let (key, score) = unsafe {
+                    let items = record_items(item.as_ptr());
                     (
-                        Borrowed::from_ptr(py, ffi::PyStructSequence_GetItem(item.as_ptr(), 0)),
-                        Borrowed::from_ptr(py, ffi::PyStructSequence_GetItem(item.as_ptr(), 1)),
+                        Borrowed::from_ptr(py, *items),
+                        Borrowed::from_ptr(py, *items.add(1)),
                     )
                 };
                 let (Some(docid), Ok(score)) = (id_bytes(&key), score.cast::<PyFloat>()) else {
@@ -354,13 +351,11 @@ fn parse_run_files<'py>(
         )));
     }
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
-    let signals = Signals::new(py)?;
-    let cancel = signals.cancel();
-    let parse =
-        |bytes: &&[u8]| trec::parse_run_cancellable(bytes, order, duplicates, score, &cancel);
-    let parsed = py.detach(|| {
+    let parsed = signals::detached(py, |cancel| {
+        let parse =
+            |bytes: &&[u8]| trec::parse_run_cancellable(bytes, order, duplicates, score, cancel);
         let threads = pool::resolve_threads(None).min(slices.len());
-        pool::run_cancellable(threads, &cancel, |parallel| {
+        pool::run_cancellable(threads, cancel, |parallel| {
             let parsed: Vec<Result<Vec<RunQuery>, Error>> = if parallel {
                 slices.par_iter().map(parse).collect()
             } else {
@@ -369,8 +364,7 @@ fn parse_run_files<'py>(
             // A stopped parse is the call's error, not a file's.
             cancel.check_stopped().map(|()| parsed)
         })
-    });
-    signals.raise()?;
+    })?;
     let parsed = parsed.map_err(|e| core_error(py, e, None))?;
     let mut parsed = parsed.into_iter();
     new_list(py, datas.len(), |i| match parsed.next() {
@@ -418,14 +412,11 @@ fn fuse_run_files<'py>(
             }
         })
         .collect();
-    let signals = Signals::new(py)?;
-    let cancel = signals.cancel();
-    let out = py.detach(|| {
-        pool::run_cancellable(pool::resolve_threads(None), &cancel, |parallel| {
-            fused_run(&core, &plan, tag, parallel, &cancel)
+    let out = signals::detached(py, |cancel| {
+        pool::run_cancellable(pool::resolve_threads(None), cancel, |parallel| {
+            fused_run(&core, &plan, tag, parallel, cancel)
         })
-    });
-    signals.raise()?;
+    })?;
     let out = out.map_err(|e| core_error(py, e, None))?;
     Ok(PyBytes::new(py, &out))
 }
