@@ -817,3 +817,52 @@ def test_the_command_runs_without_cyclic_garbage_collections(tmp_path, capsys):
     finally:
         gc.callbacks.remove(count)
     assert out.read_text().startswith("0 Q0 ") and trace.read_text().startswith("{")
+
+
+@pytest.mark.parametrize("output", ["stdout", "o.run", "o.run.gz"])
+@pytest.mark.parametrize("path", ["native", "trace"])
+def test_an_output_written_in_small_pieces_is_the_same(tmp_path, path, output):
+    """The outputs go out a piece at a time (Ctrl-C handled between pieces): pieces of 3 bytes
+    or characters, which split multi-byte characters and the bytes of invalid UTF-8 (kept by
+    surrogateescape), write the very bytes of one piece; stdout's error handler (here
+    backslashreplace) sees whole characters."""
+    lines = [
+        f"{q} Q0 {d} {r + 1} {10 - r} t\n".encode("utf-8", "surrogateescape")
+        for q in ("1", "2é")
+        for r, d in enumerate(["x", "é", "日本語", "d\udcff", "y" * 7])
+    ]
+    a = tmp_path / "a.run"
+    a.write_bytes(b"".join(lines))
+    b = tmp_path / "b.run"
+    b.write_bytes(b"".join(reversed(lines)))
+
+    def command(piece, folder):
+        folder.mkdir()
+        argv = ["fuse", str(a), str(b), "-q"]
+        if output != "stdout":
+            argv += ["-o", str(folder / output)]
+        if path == "trace":
+            argv += ["--trace", str(folder / "t.jsonl")]
+        code = (
+            "import sys\n"
+            "from rankfusion import cli, trec\n"
+            f"trec._WRITE_PIECE = {piece}\n"
+            f"sys.argv = ['rankfusion', *{argv!r}]\n"
+            "sys.exit(cli.main())\n"
+        )
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8:backslashreplace"}
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, timeout=120, env=env
+        )
+        assert (done.returncode, done.stderr) == (0, b"")
+        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+        return done.stdout, files
+
+    whole = command(trec._WRITE_PIECE, tmp_path / "whole")
+    assert whole == command(3, tmp_path / "pieces")
+    stdout, files = whole
+    written = stdout if output == "stdout" else files[output]
+    if output.endswith(".gz"):
+        written = gzip.decompress(written)
+    assert "日本語".encode() in written
+    assert (b"d\\udcff" if output == "stdout" else b"d\xff") in written

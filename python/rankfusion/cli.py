@@ -11,6 +11,7 @@ into place only after everything succeeded. See docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import gc
 import io
@@ -563,9 +564,13 @@ def _write_stdout(text: str) -> None:
     and ignores a short count -- which is what a pipe returns when its reader closes during the
     write -- so the rest would be lost without an error. There the text is encoded as stdout
     encodes it and written until every byte is out.
+
+    The text goes out a piece at a time (``trec._WRITE_PIECE`` characters), Ctrl-C handled
+    between pieces: a run of 18 M lines is 0.45 GB.
     """
     out = sys.stdout
     raw = getattr(out, "buffer", None)
+    pieces = range(0, len(text), trec._WRITE_PIECE)
     with _writing("stdout"):
         if (
             isinstance(out, io.TextIOWrapper)
@@ -573,15 +578,30 @@ def _write_stdout(text: str) -> None:
             and os.linesep == "\n"
         ):
             out.flush()
-            data = memoryview(text.encode(out.encoding, out.errors or "strict"))
-            while data:
-                n = raw.write(data)
-                if n is None:  # a non-blocking stdout that is full
-                    raise BlockingIOError(0, "stdout cannot take more now")
-                data = data[n:]
+            encoder = codecs.getincrementalencoder(out.encoding)(out.errors or "strict")
+            for start in pieces:
+                piece = text[start : start + trec._WRITE_PIECE]
+                data = memoryview(encoder.encode(piece, final=start + len(piece) == len(text)))
+                while data:
+                    n = raw.write(data)
+                    if n is None:  # a non-blocking stdout that is full
+                        raise BlockingIOError(0, "stdout cannot take more now")
+                    data = data[n:]
         else:
-            out.write(text)
+            for start in pieces:
+                out.write(text[start : start + trec._WRITE_PIECE])
             out.flush()
+
+
+def _write_stdout_bytes(data: bytes) -> None:
+    """Writes ``data`` (UTF-8, ``surrogateescape``: what the core writes) to stdout as its text,
+    as the Python path writes its text: in stdout's encoding and error handler. Decoded and
+    written a piece at a time (see :func:`_write_stdout`)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    view = memoryview(data)
+    for start in range(0, max(len(view), 1), trec._WRITE_PIECE):
+        end = start + trec._WRITE_PIECE
+        _write_stdout(decoder.decode(view[start:end], final=end >= len(view)))
 
 
 @contextlib.contextmanager
@@ -1003,8 +1023,7 @@ def _fuse_native(args: argparse.Namespace, fusion: Any) -> int:
             raise
         _commit([run_file])
     else:
-        # as the Python path writes it: its text, in stdout's encoding and error handler
-        _write_stdout(data.decode("utf-8", "surrogateescape"))
+        _write_stdout_bytes(data)
     return 0
 
 

@@ -97,8 +97,11 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# Bytes read per step while a progress bar is shown (the file is then parsed whole).
+# Bytes read per step (Ctrl-C handled between reads; the file is then parsed whole).
 _CHUNK_CHARS = 1 << 22
+# What one write() of an output takes at most (bytes, or characters of text): Ctrl-C is
+# handled between writes; 1 MB is ~1 ms to a file, ~25 ms to gzip.
+_WRITE_PIECE = 1 << 20
 _ORDERS = ("score", "file")
 _READ_DUPLICATES = ("error", "first", "keep")
 
@@ -298,8 +301,11 @@ class _AtomicFile:
     def write_bytes(self, data: bytes) -> None:
         """Writes ``data`` as it is, as writing its text (UTF-8, ``surrogateescape``) to
         ``file`` would: for a file written only this way (flushing ``file`` first would put a
-        gzip sync block before the data)."""
-        self._binary.write(data)
+        gzip sync block before the data). A piece at a time (Ctrl-C handled between pieces:
+        one write of the 0.45 GB of 18 M lines took up to 0.4 s, gzip's seconds)."""
+        view = memoryview(data)
+        for start in range(0, len(view), _WRITE_PIECE):
+            self._binary.write(view[start : start + _WRITE_PIECE])
 
     def finish(self) -> None:
         """Completes the file (every byte written, the gzip trailer, closed) under its
