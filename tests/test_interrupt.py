@@ -379,3 +379,122 @@ def test_sigint_while_the_outputs_are_put_in_place_leaves_all_or_none(tmp_path, 
     assert cli.main(argv) == 0
     assert out.read_bytes() == (expected / "o.run").read_bytes()
     assert trace.read_bytes() == (expected / "t.jsonl").read_bytes()
+
+
+def _command_paused_at_its_outputs(tmp_path, pause: float) -> str:
+    """A `python -c` program that runs the `rankfusion` command (with its worker) on a small
+    run, --trace and -o, pausing ``pause`` seconds once both outputs are written under their
+    temporary names (it prints "written" then)."""
+    run = tmp_path / "a.run"
+    run.write_text(
+        "".join(f"{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(20) for d in range(50))
+    )
+    argv = ["fuse", str(run), str(run), "--trace", str(tmp_path / "t.jsonl")]
+    argv += ["-o", str(tmp_path / "o.run"), "-q"]
+    return (
+        "import sys, time\n"
+        "from rankfusion import cli, trec\n"
+        "finish = trec._AtomicFile.finish\n"
+        "def paused(self):\n"
+        "    finish(self)\n"
+        "    if not getattr(paused, 'done', False):\n"
+        "        paused.done = True\n"
+        "        print('written', flush=True)\n"
+        f"        time.sleep({pause})\n"
+        "trec._AtomicFile.finish = paused\n"
+        f"sys.argv = ['rankfusion', *{argv!r}]\n"
+        "sys.exit(cli.main())\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_remove_the_temporary_files_then_end_the_command(tmp_path, name):
+    """SIGTERM or SIGHUP sent to the process started, while its outputs are written under
+    temporary names: the worker removes them, then it and the process started end by the
+    signal (docs/cli.md: nothing is half-written)."""
+    signo = getattr(signal, name)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _command_paused_at_its_outputs(tmp_path, 60)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout.readline() == "written\n"
+        assert len([f for f in os.listdir(tmp_path) if f.endswith(".tmp")]) == 2
+        os.kill(child.pid, signo)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+    assert (child.returncode, stdout, stderr) == (-signo, "", "")
+    assert wait_for_the_group_to_end(child.pid)
+    assert sorted(os.listdir(tmp_path)) == ["a.run"]
+
+
+def test_a_command_started_with_sigint_ignored_leaves_it_ignored(tmp_path):
+    """`trap '' INT; rankfusion ...` (a background job of a script): Ctrl-C sent to its group
+    changes nothing, as for any program; the command ends with 0, its outputs in place."""
+
+    def sigint_ignored() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _command_paused_at_its_outputs(tmp_path, 0.5)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_ignored,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout.readline() == "written\n"
+        os.killpg(child.pid, signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+    assert (child.returncode, stdout, stderr) == (0, "", "")
+    assert sorted(os.listdir(tmp_path)) == ["a.run", "o.run", "t.jsonl"]
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--no-such-option"], ["fuse"]])
+def test_the_command_ends_when_started_with_sigchld_ignored(args):
+    """An ignored SIGCHLD is inherited (a launcher that reaps nothing): the kernel would reap
+    the worker unseen, and the process started would wait for ever for a worker that ends
+    without telling it (argparse's exits)."""
+
+    def sigchld_ignored() -> None:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rankfusion", *args],
+        capture_output=True,
+        text=True,
+        preexec_fn=sigchld_ignored,
+        timeout=60,
+    )
+    assert done.returncode == (0 if args == ["--version"] else 2), done.stderr
+    assert ("rankfusion" in done.stdout) if args == ["--version"] else ("usage" in done.stderr)
+
+
+def test_without_sigwaitinfo_the_command_runs_in_its_own_process(tmp_path):
+    """macOS has os.fork but not signal.sigwaitinfo: the command runs in the process started,
+    never forking a worker it could not wait for."""
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 d 1 1.0 t\n")
+    code = (
+        "import os, signal, sys\n"
+        "del signal.sigwaitinfo\n"
+        "def fork():\n"
+        "    raise AssertionError('forked')\n"
+        "os.fork = fork\n"
+        "from rankfusion import cli\n"
+        f"sys.argv = ['rankfusion', 'fuse', {str(run)!r}, {str(run)!r}, '-o', "
+        f"{str(tmp_path / 'o.run')!r}]\n"
+        "sys.exit(cli.main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (tmp_path / "o.run").read_text() == "1 Q0 d 1 0.03278688524590164 rankfusion\n"

@@ -288,6 +288,21 @@ def test_a_discarded_output_leaves_no_file_and_no_target(tmp_path, close):
         assert sorted(os.listdir(tmp_path)) == []
 
 
+def test_an_output_that_cannot_be_renamed_into_place_is_named(tmp_path):
+    """A rename that fails (here the temporary file was removed by someone else) names the
+    output asked for, not its temporary name."""
+    target = tmp_path / "out.run"
+    out = trec._AtomicFile(target)
+    out.file.write("1 Q0 d 1 1.0 t\n")
+    (temporary,) = os.listdir(tmp_path)
+    os.unlink(tmp_path / temporary)
+    with pytest.raises(FileNotFoundError) as caught:
+        out.commit()
+    assert caught.value.filename == str(target) and caught.value.filename2 is None
+    out.discard()
+    assert os.listdir(tmp_path) == []
+
+
 def test_random_formatting_parses_the_same(tmp_path):
     rng = random.Random(3)
     for case in range(60):

@@ -647,18 +647,38 @@ def _commit(pending: Sequence[Any], stdout: Optional[Callable[[], None]] = None)
 
 @contextlib.contextmanager
 def _renaming() -> Iterator[None]:
-    """SIGINT held (blocked) for the block; at its end, in the command's own process, ignored
-    for the rest of the command (a SIGINT held meanwhile discarded), else delivered."""
-    held = hasattr(_signal, "pthread_sigmask")
-    if held:
-        before = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
+    """SIGINT (and, in the worker, SIGTERM and SIGHUP) recorded, not acted on, during the block,
+    where Python handles them. At its end, in the command's own process, the outputs are in
+    place: SIGINT is ignored for the rest of the command, SIGTERM and SIGHUP get their default
+    action back, and one recorded ends the process now. Else, or when the block failed, the
+    handlers before are put back and the signals recorded delivered to them."""
+    caught: List[int] = []
+    before: Dict[int, Any] = {}
+    try:
+        for name in ("SIGINT", *_CLEANED_UP):
+            signo = getattr(_signal, name, None)
+            if signo is not None and callable(_signal.getsignal(signo)):
+                before[signo] = _signal.signal(signo, lambda signo, frame: caught.append(signo))
+    except ValueError:  # not the main thread: signals are not ours to handle
+        pass
+    done = False
     try:
         yield
-        if _LEFT is not None:  # the command's own process: its outputs are in place
-            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        done = True
     finally:
-        if held:
-            _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
+        if done and _LEFT is not None:
+            for signo in before:
+                _signal.signal(
+                    signo, _signal.SIG_IGN if signo == _signal.SIGINT else _signal.SIG_DFL
+                )
+            for signo in caught:
+                if signo != _signal.SIGINT:
+                    _end_by(signo)
+        else:
+            for signo, handler in before.items():
+                _signal.signal(signo, handler)
+            for signo in dict.fromkeys(caught):
+                _signal.raise_signal(signo)
 
 
 _OPTION_NAMES = {
@@ -1606,10 +1626,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        status = _main(argv)
-    finally:
-        if collecting:
-            gc.enable()
+        try:
+            status = _main(argv)
+        finally:
+            if collecting:
+                gc.enable()
+    except KeyboardInterrupt:  # as the command ended, past _main's own handler
+        if argv is not None:
+            raise
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        status = 130
+    except _Terminated as e:  # SIGTERM or SIGHUP in the worker: its partial outputs removed
+        if argv is not None:  # pragma: no cover - only the worker handles them
+            raise
+        _end_by(e.signo)
     if argv is None:  # the process's own command: done, end now (see _exit_now)
         _exit_now(status)
     return status
@@ -1653,6 +1683,18 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         return 130
 
 
+def _end_by(signo: int) -> None:
+    """Ends the process by the signal ``signo`` (its default action), stdout and stderr
+    flushed: the supervisor then ends the same way."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    _signal.signal(signo, _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {signo})
+    os.kill(os.getpid(), signo)
+    os._exit(128 + signo)  # pragma: no cover - not reached
+
+
 def _exit_now(status: int) -> None:
     """Ends the process with ``status`` at once (``os._exit``), stdout and stderr flushed: no
     interpreter teardown, which frees every object one by one (seconds, for runs read on the
@@ -1662,6 +1704,11 @@ def _exit_now(status: int) -> None:
     Under a supervisor (see :func:`_supervise`) the standard streams are closed first (a reader
     of our stdout sees its end now) and the supervisor is told ``status``: it exits with it at
     once, while the kernel frees this process's memory (about 0.1 s a GiB)."""
+    with contextlib.suppress(ValueError):  # the command has ended: a late Ctrl-C changes nothing
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        for name in _CLEANED_UP:  # and SIGTERM / SIGHUP end it as they would
+            if _signal.getsignal(getattr(_signal, name)) == _terminate:
+                _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
@@ -1706,6 +1753,17 @@ def _discard(pending: Any) -> None:
 _SUPERVISOR: Optional[Tuple[int, int]] = None
 # The signals the supervisor passes on to the worker.
 _PASSED_ON = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+# The signals after which the worker removes its partial outputs before it ends by them.
+_CLEANED_UP = ("SIGTERM", "SIGHUP")
+
+
+class _Terminated(BaseException):
+    """Raised in the worker by SIGTERM or SIGHUP (:func:`_terminate`): the partial outputs are
+    removed as on any error, then the worker ends by the signal (see :func:`main`)."""
+
+    def __init__(self, signo: int) -> None:
+        super().__init__(signo)
+        self.signo = signo
 
 
 def _supervise() -> None:
@@ -1721,26 +1779,46 @@ def _supervise() -> None:
     sent to the supervisor alone is passed on to the worker; Ctrl-C at a terminal reaches both,
     and the worker's SIGINT handler acts once (see :func:`_interrupt_once`). A worker that ends
     without a word (SystemExit from argparse, a crash, a signal) ends the supervisor the same
-    way. Where ``os.fork`` is missing (Windows), or with threads already running (forking them
-    is unsafe), the command runs in this process."""
+    way. A signal the command was started with ignored (``trap '' INT``, a background job of a
+    script) stays ignored: it is neither passed on nor handled. Where ``os.fork`` or
+    ``signal.sigwaitinfo`` is missing (Windows, macOS), or with threads already running (forking
+    them is unsafe), the command runs in this process."""
     import threading
 
-    if not hasattr(os, "fork") or threading.active_count() > 1:
+    if (
+        not hasattr(os, "fork")
+        or not hasattr(_signal, "sigwaitinfo")
+        or threading.active_count() > 1
+    ):
         return
-    watched = {getattr(_signal, name) for name in _PASSED_ON} | {_signal.SIGCHLD, _signal.SIGUSR1}
+    passed_on = {
+        signo
+        for signo in (getattr(_signal, name) for name in _PASSED_ON)
+        if _signal.getsignal(signo) != _signal.SIG_IGN
+    }
+    watched = passed_on | {_signal.SIGCHLD, _signal.SIGUSR1}
     before = _signal.pthread_sigmask(_signal.SIG_BLOCK, watched)  # none lost before the wait
+    # An ignored SIGCHLD (inherited from whoever started us) would reap the worker unseen.
+    child_handler = _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     parent = os.getpid()
     try:
         word, told = os.pipe()
         pid = os.fork()
     except OSError:
+        _signal.signal(_signal.SIGCHLD, child_handler)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
         return
     if pid == 0:  # the worker
         global _SUPERVISOR
         os.close(word)
         _SUPERVISOR = (parent, told)
-        _signal.signal(_signal.SIGINT, _interrupt_once)
+        _signal.signal(_signal.SIGCHLD, child_handler)
+        if _signal.SIGINT in passed_on:
+            _signal.signal(_signal.SIGINT, _interrupt_once)
+        for name in _CLEANED_UP:
+            signo = getattr(_signal, name)
+            if signo in passed_on:
+                _signal.signal(signo, _terminate)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
         return
     os.close(told)
@@ -1749,8 +1827,8 @@ def _supervise() -> None:
         signo = info.si_signo
         if signo == _signal.SIGUSR1:
             if info.si_pid == pid:  # its outputs complete or removed, its streams closed
-                status = os.read(word, 1)
-                os._exit(status[0] if status else 1)
+                said = os.read(word, 1)
+                os._exit(said[0] if said else 1)
         elif signo == _signal.SIGCHLD:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done == pid:
@@ -1761,8 +1839,18 @@ def _supervise() -> None:
                     os.kill(os.getpid(), ended)
                 os._exit(os.waitstatus_to_exitcode(status))
         elif info.si_pid != pid:
-            with contextlib.suppress(ProcessLookupError):
+            try:
                 os.kill(pid, signo)
+            except ProcessLookupError:  # reaped already: it cannot say how it ended
+                os._exit(128 + signo)
+
+
+def _terminate(signo: int, frame: Any) -> None:
+    """The worker's SIGTERM and SIGHUP handler: :class:`_Terminated`, once (later signals of
+    either kind and SIGINT are ignored while the outputs are removed)."""
+    for name in ("SIGINT", *_CLEANED_UP):
+        _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
+    raise _Terminated(signo)
 
 
 def _interrupt_once(signo: int, frame: Any) -> None:

@@ -320,7 +320,10 @@ class _AtomicFile:
     def commit(self) -> None:
         self.finish()
         if self._tmp is not None:
-            os.replace(self._tmp, self._target)
+            try:
+                os.replace(self._tmp, self._target)
+            except OSError as e:  # named by the file asked for, not its temporary name
+                raise type(e)(e.errno, e.strerror, self.path) from None
             self._tmp = None
 
     def discard(self, close: bool = True) -> None:

@@ -84,9 +84,12 @@ fn join_bytes<'py>(
 /// The bytes of `slices` one after the other, as one new bytes object, copied with the GIL
 /// released and Ctrl-C checked between slices.
 fn joined<'py>(py: Python<'py>, slices: &[&[u8]]) -> PyResult<Bound<'py, PyBytes>> {
-    let total = slices.iter().map(|s| s.len()).sum::<usize>();
-    let size = ffi::Py_ssize_t::try_from(total)
-        .map_err(|_| PyValueError::new_err("too many bytes for one bytes object"))?;
+    let too_many = || PyValueError::new_err("too many bytes for one bytes object");
+    let total = slices
+        .iter()
+        .try_fold(0usize, |total, s| total.checked_add(s.len()))
+        .ok_or_else(too_many)?;
+    let size = ffi::Py_ssize_t::try_from(total).map_err(|_| too_many())?;
     // SAFETY: a new bytes object of `total` bytes, its contents unset: it is ours alone (not
     // shared before it is returned), so writing them is allowed; it stays alive (owned by
     // `bytes`) while they are written.
