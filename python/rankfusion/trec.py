@@ -48,6 +48,7 @@ import math
 import numbers
 import operator
 import os
+import stat
 import sys
 import zlib
 from itertools import compress, islice
@@ -144,7 +145,8 @@ def _check_choice(value: Any, name: str, choices: Tuple[str, ...]) -> None:
 def _read_bytes(path: PathLike, progress: Union[bool, Any]) -> bytes:
     """The whole file, gunzipped when its first bytes are gzip's magic number, read ~4 MB at a
     time (Ctrl-C is handled between reads; a progress bar shows the bytes of the file read so
-    far) and joined by the core, which checks for Ctrl-C as it copies."""
+    far). A plain file is read by the core into one bytes of its size; a gzip'd file's pieces
+    are joined by the core, which checks for Ctrl-C as it copies."""
     name = os.fspath(path)
     with open(path, "rb") as raw:
         size = os.fstat(raw.fileno()).st_size
@@ -153,6 +155,18 @@ def _read_bytes(path: PathLike, progress: Union[bool, Any]) -> bytes:
         source: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
         bar = _progress_bar(progress, size, os.path.basename(name))
         try:
+            if not gz and stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+                try:
+                    data = _core._read_file(
+                        name, _CHUNK_CHARS, None if bar is None else lambda n: bar.update(n - bar.n)
+                    )
+                except OSError as e:  # named by its path, as open() names it
+                    if not e.errno:
+                        raise
+                    raise OSError(e.errno, os.strerror(e.errno), name) from None
+                if data is not None:
+                    return data
+                # its size changed while it was read: read it as it is now
             chunks: List[bytes] = []
             while True:
                 chunk = source.read(_CHUNK_CHARS)

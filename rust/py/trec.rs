@@ -5,7 +5,7 @@
 //! Python object per line), then fused and formatted into the fused run's bytes
 //! (`crate::trec::fuse`), both with the GIL released.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{ffi, Borrowed};
@@ -23,6 +23,7 @@ use crate::trec::{self, write, Number, Order, ReadDuplicates, RunQuery};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(read_file, m)?)?;
     m.add_function(wrap_pyfunction!(parse_run, m)?)?;
     m.add_function(wrap_pyfunction!(parse_qrels, m)?)?;
     m.add_function(wrap_pyfunction!(run_lines, m)?)?;
@@ -79,6 +80,68 @@ fn join_bytes<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let slices: Vec<&[u8]> = chunks.iter().map(|c| c.as_bytes()).collect();
     joined(py, &slices)
+}
+
+/// The bytes of the file at `path`, read `piece` bytes at a time with the GIL released, into
+/// one bytes object of the file's size (no copy, no second buffer): Ctrl-C is handled between
+/// pieces, and `progress(bytes_read)` called there (the GIL held) when given. None when the
+/// file's size changed while it was read (the caller reads it another way). OSError as
+/// `open()` and `read()` raise it.
+#[pyfunction]
+#[pyo3(name = "_read_file", signature = (path, piece, progress=None))]
+fn read_file<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    piece: usize,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    use std::io::Read;
+
+    let os_error = |e: std::io::Error| match e.raw_os_error() {
+        Some(errno) => PyOSError::new_err((errno, e.to_string())),
+        None => PyOSError::new_err(e.to_string()),
+    };
+    let mut file = std::fs::File::open(&path).map_err(os_error)?;
+    let total = usize::try_from(file.metadata().map_err(os_error)?.len())
+        .map_err(|_| PyValueError::new_err("too many bytes for one bytes object"))?;
+    let size = ffi::Py_ssize_t::try_from(total)
+        .map_err(|_| PyValueError::new_err("too many bytes for one bytes object"))?;
+    // SAFETY: as in `joined`: a new bytes object, ours alone until returned, its `total`
+    // bytes written below before anyone reads them (or it is dropped unread).
+    let bytes = unsafe {
+        Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromStringAndSize(std::ptr::null(), size))?
+            .cast_into_unchecked::<PyBytes>()
+    };
+    let start = unsafe { ffi::PyBytes_AsString(bytes.as_ptr()) } as usize;
+    let piece = piece.max(1);
+    let mut done = 0;
+    while done < total {
+        let want = piece.min(total - done);
+        let read = py.detach(|| {
+            // SAFETY: `done .. done + want` lies in the `total` bytes of `bytes`.
+            let buffer = unsafe { std::slice::from_raw_parts_mut((start + done) as *mut u8, want) };
+            file.read(buffer)
+        });
+        match read {
+            Ok(0) => return Ok(None), // shorter than its size: it changed
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(os_error(e)),
+        }
+        py.check_signals()?;
+        if let Some(progress) = &progress {
+            progress.call1((done,))?;
+        }
+    }
+    let mut more = [0u8; 1];
+    loop {
+        match py.detach(|| file.read(&mut more)) {
+            Ok(0) => return Ok(Some(bytes)),
+            Ok(_) => return Ok(None), // longer than its size: it changed
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => py.check_signals()?,
+            Err(e) => return Err(os_error(e)),
+        }
+    }
 }
 
 /// The bytes of `slices` one after the other, as one new bytes object, copied with the GIL
