@@ -3,6 +3,7 @@ that runs a long call, per workload.
 
     python benches/interrupt_latency.py                 # every workload, 5 signals each
     python benches/interrupt_latency.py --rounds 10 rrf_int cli
+    python benches/interrupt_latency.py --queries 9000 cli cli_trace   # 18 M lines
 
 Each workload runs in a child process of its own, at the sizes of the Ctrl-C item of issue 14
 (rrf_batch and fuse_batch on 80 M entries, rrf and fuse on 2 x 4 M int or 2 x 2 M str keys). The
@@ -17,7 +18,9 @@ its Python path, with `--trace` and `--qrels`; `cli_parquet` its Arrow path; `cl
 `rankfusion optimize`): the signal is sent to the command's process group, as Ctrl-C at a
 terminal sends it, and the latency runs from the signal to the exit of the process started
 (status 130, no output file left; the command works in a forked worker, whose memory the kernel
-may still be freeing then: docs/cli.md).
+may still be freeing then: docs/cli.md). The notes give the time to the message and to the end
+of the command's pipes (a worker the process started had to kill holds them until the kernel
+has freed its memory).
 
 The machine's load is printed before and after: on a shared machine latencies grow with it.
 """
@@ -195,7 +198,16 @@ def default_sigint() -> None:
 def measure(workload: str, rounds: int, folder: str) -> dict:
     """Latencies of `rounds` signals into `workload` (see the module's doc)."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", workload, "--folder", folder],
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            workload,
+            "--folder",
+            folder,
+            "--queries",
+            str(QUERIES),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -292,7 +304,7 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
     for path in (out, trace):  # a round checks that neither is left
         if os.path.exists(path):
             os.unlink(path)
-    latencies, messages, finished = [], [], 0
+    latencies, messages, eofs, finished = [], [], [], 0
     for _ in range(rounds):
         proc = subprocess.Popen(
             command,
@@ -310,12 +322,15 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
         os.killpg(proc.pid, signal.SIGINT)  # to the whole job, as Ctrl-C at a terminal
         line = proc.stderr.readline()
         message = time.monotonic()
-        proc.communicate()
+        proc.wait()  # the process started: what a shell waits for (stdout is empty here)
         end = time.monotonic()
+        proc.communicate()  # the end of its pipes: a killed worker holds them while the
+        eof = time.monotonic()  # kernel frees its memory
         clean = not os.path.exists(out) and not os.path.exists(trace)
         if proc.returncode == 130 and clean and line.endswith(b"interrupted\n"):
             latencies.append(end - sent)
             messages.append(message - sent)
+            eofs.append(eof - sent)
         else:
             finished += 1
             left = [p for p in (out, trace) if os.path.exists(p)]
@@ -333,6 +348,7 @@ def measure_cli(rounds: int, folder: str, workload: str = "cli") -> dict:
         "full": full,
         "latencies": latencies,
         "messages": messages,
+        "eofs": eofs,
         "finished": finished,
         "again": str(same),
     }
@@ -342,10 +358,17 @@ BASELINE = ""  # --baseline: a folder holding another rankfusion package, for th
 
 
 def main() -> None:
-    global BASELINE
+    global BASELINE, QUERIES
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("workloads", nargs="*", help=f"any of {', '.join(WORKLOADS)}")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--queries",
+        type=int,
+        default=QUERIES,
+        help="queries per run file, for the workloads that read run files (2,000: 4 M lines in "
+        "all; 9,000: 18 M)",
+    )
     parser.add_argument(
         "--baseline",
         default="",
@@ -355,6 +378,7 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    QUERIES = args.queries
     if args.child:
         child(args.child, args.folder)
         return
@@ -377,6 +401,11 @@ def main() -> None:
                 notes.append(
                     f"to the message {said[0]:.1f} / {statistics.median(said):.1f} / "
                     f"{said[-1]:.1f} ms, the rest is the exit"
+                )
+                eof = sorted(x * 1e3 for x in r["eofs"])
+                notes.append(
+                    f"to the end of its pipes {eof[0]:.1f} / {statistics.median(eof):.1f} / "
+                    f"{eof[-1]:.1f} ms"
                 )
             if r["finished"]:
                 notes.append(f"{r['finished']} call(s) finished before the signal was handled")

@@ -498,3 +498,37 @@ def test_without_sigwaitinfo_the_command_runs_in_its_own_process(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "o.run").read_text() == "1 Q0 d 1 0.03278688524590164 rankfusion\n"
+
+
+def test_ctrl_c_in_a_long_call_that_holds_python_ends_the_command_from_its_supervisor(tmp_path):
+    """A worker inside one long call that never returns to Python meanwhile (a pyarrow or numpy
+    function on tens of millions of rows; here `sum` over a range) cannot run its SIGINT
+    handler: after a grace of 50 ms the process started ends the command itself, as the
+    handler would have: the worker killed, its temporary files removed, the message, 130."""
+    code = _command_paused_at_its_outputs(tmp_path, 0).replace(
+        "time.sleep(0)",
+        "sum(range(10**10))",  # minutes of C, holding Python
+    )
+    assert "sum(range" in code
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout.readline() == "written\n"
+        assert len([f for f in os.listdir(tmp_path) if f.endswith(".tmp")]) == 2
+        sent = time.monotonic()
+        os.killpg(child.pid, signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+    assert (child.returncode, stdout, stderr) == (130, "", "rankfusion fuse: interrupted\n")
+    assert sorted(os.listdir(tmp_path)) == ["a.run"]
+    assert wait_for_the_group_to_end(child.pid)
+    assert took < 5.0, took  # the call alone would take minutes

@@ -30,6 +30,7 @@ __all__ = [
     "_fuse_run_files",
     "_pairs_union",
     "_join_bytes",
+    "_read_file",
     "_parse_run",
     "_parse_run_files",
     "_run_lines",
@@ -555,6 +556,16 @@ def _fuse_run_files(files: Sequence[_RunFile], fusion: Fusion, *, tag: bytes) ->
     checks them; a score-based method reads the runs' scores. Fused on the thread pool with the
     GIL released. Raises ValueError as `fuse` does (the message prefixed with the query) for the
     first query that fails. Ctrl-C raises `KeyboardInterrupt` within milliseconds.
+    """
+
+def _read_file(
+    path: str, piece: int, progress: Optional[Callable[[int], Any]] = None
+) -> Optional[bytes]:
+    """The bytes of the file at `path`, read `piece` bytes at a time with the GIL released, into
+    one bytes object of the file's size (no copy, no second buffer): Ctrl-C is handled between
+    pieces, and `progress(bytes_read)` called there (the GIL held) when given. None when the
+    file's size changed while it was read (the caller reads it another way). OSError as
+    `open()` and `read()` raise it.
     """
 
 def _join_bytes(chunks: Sequence[bytes]) -> bytes:

@@ -19,6 +19,7 @@ import math
 import os
 import signal as _signal
 import sys
+import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import trec
@@ -654,6 +655,7 @@ def _renaming() -> Iterator[None]:
     handlers before are put back and the signals recorded delivered to them."""
     caught: List[int] = []
     before: Dict[int, Any] = {}
+    _tell(b"busy")  # the supervisor waits for the renames, however long a Ctrl-C waits
     try:
         for name in ("SIGINT", *_CLEANED_UP):
             signo = getattr(_signal, name, None)
@@ -1652,6 +1654,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         parser.print_help(sys.stderr)
         return 2
     command = f"{PROG} {args.command}"
+    _tell(b"name:" + command.encode())
     try:
         return int(args.handler(args))
     except UsageError as e:
@@ -1677,6 +1680,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         print(f"{command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        _tell(b"busy")  # its outputs removed: the supervisor waits for the message and the end
         print(f"{command}: interrupted", file=sys.stderr)
         if argv is None:  # the process's own command: end it now, freeing nothing (see main)
             _exit_now(130)
@@ -1719,8 +1723,8 @@ def _exit_now(status: int) -> None:
         for fd in (0, 1, 2):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        _tell(b"exit:%d" % (status & 0xFF))
         with contextlib.suppress(OSError):
-            os.write(_SUPERVISOR[1], bytes([status & 0xFF]))
             os.kill(_SUPERVISOR[0], _signal.SIGUSR1)
     os._exit(status)
 
@@ -1751,6 +1755,56 @@ def _discard(pending: Any) -> None:
 
 # In the worker (set by _supervise): the supervisor's pid and the pipe to tell it the status.
 _SUPERVISOR: Optional[Tuple[int, int]] = None
+# How long the supervisor lets its worker take to act on Ctrl-C (seconds) before it ends the
+# command itself: a worker inside a long call that holds Python (a pyarrow or numpy function on
+# 18 M rows can take 0.4 s) does not run its handler before the call returns.
+_GRACE = 0.05
+
+
+def _tell(record: bytes) -> None:
+    """In the worker: a record for the supervisor, down the pipe (see :func:`_supervise`)."""
+    if _SUPERVISOR is not None and os.getppid() == _SUPERVISOR[0]:
+        with contextlib.suppress(OSError):
+            os.write(_SUPERVISOR[1], record + b"\0")
+
+
+def _tell_temporary(path: str) -> None:
+    """``trec._AtomicFile``'s hook in the worker: a temporary file made, for the supervisor to
+    remove if it ends the command itself."""
+    _tell(b"tmp:" + os.fsencode(path))
+
+
+class _Told:
+    """In the supervisor: what the worker said (records ended by NUL, read as they come)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.rest = fd, b""
+        self.name, self.busy = PROG, False
+        self.status: Optional[int] = None
+        self.temporary: List[bytes] = []
+        os.set_blocking(fd, False)
+
+    def read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not data:
+                return
+            *records, self.rest = (self.rest + data).split(b"\0")
+            for record in records:
+                kind, _, value = record.partition(b":")
+                if kind == b"tmp":
+                    self.temporary.append(value)
+                elif kind == b"name":
+                    self.name = value.decode(errors="replace")
+                elif kind == b"busy":
+                    self.busy = True
+                elif kind == b"exit":
+                    self.status = int(value)
+
+
 # The signals the supervisor passes on to the worker.
 _PASSED_ON = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 # The signals after which the worker removes its partial outputs before it ends by them.
@@ -1777,7 +1831,12 @@ def _supervise() -> None:
     (a byte down a pipe, then SIGUSR1), and the supervisor ends with it at once while the
     worker's memory is freed. A signal that ends the command (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
     sent to the supervisor alone is passed on to the worker; Ctrl-C at a terminal reaches both,
-    and the worker's SIGINT handler acts once (see :func:`_interrupt_once`). A worker that ends
+    and the worker's SIGINT handler acts once (see :func:`_interrupt_once`). A worker inside
+    one long call that holds Python (pyarrow, numpy) runs no handler before the call returns:
+    if it has not said within ``_GRACE`` of the SIGINT that it is removing its outputs (or
+    renaming them into place), the supervisor ends the command itself, as the handler would
+    have: the worker killed, the temporary files it reported removed, the message, 130. A
+    worker that ends
     without a word (SystemExit from argparse, a crash, a signal) ends the supervisor the same
     way. A signal the command was started with ignored (``trap '' INT``, a background job of a
     script) stays ignored: it is neither passed on nor handled. Where ``os.fork`` or
@@ -1788,6 +1847,7 @@ def _supervise() -> None:
     if (
         not hasattr(os, "fork")
         or not hasattr(_signal, "sigwaitinfo")
+        or not hasattr(_signal, "sigtimedwait")
         or threading.active_count() > 1
     ):
         return
@@ -1812,6 +1872,7 @@ def _supervise() -> None:
         global _SUPERVISOR
         os.close(word)
         _SUPERVISOR = (parent, told)
+        trec._made_temporary = _tell_temporary
         _signal.signal(_signal.SIGCHLD, child_handler)
         if _signal.SIGINT in passed_on:
             _signal.signal(_signal.SIGINT, _interrupt_once)
@@ -1822,13 +1883,33 @@ def _supervise() -> None:
         _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
         return
     os.close(told)
+    told_us = _Told(word)
+    interrupted: Optional[float] = None  # when Ctrl-C came, until the worker acts on it
     while True:
-        info = _signal.sigwaitinfo(watched)
+        info: Optional[Any]
+        if interrupted is None:
+            info = _signal.sigwaitinfo(watched)
+        else:
+            info = _signal.sigtimedwait(watched, max(0.0, interrupted + _GRACE - time.monotonic()))
+        if info is None:  # the grace is over
+            told_us.read()
+            if told_us.busy:  # removing its outputs, or renaming them: wait for its word
+                interrupted = None
+                continue
+            # Inside a long call: end the command here, as its handler would have.
+            with contextlib.suppress(OSError):
+                os.kill(pid, _signal.SIGKILL)
+            for path in told_us.temporary:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            with contextlib.suppress(OSError):
+                os.write(2, f"{told_us.name}: interrupted\n".encode())
+            os._exit(130)
         signo = info.si_signo
         if signo == _signal.SIGUSR1:
             if info.si_pid == pid:  # its outputs complete or removed, its streams closed
-                said = os.read(word, 1)
-                os._exit(said[0] if said else 1)
+                told_us.read()
+                os._exit(1 if told_us.status is None else told_us.status)
         elif signo == _signal.SIGCHLD:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done == pid:
@@ -1843,6 +1924,8 @@ def _supervise() -> None:
                 os.kill(pid, signo)
             except ProcessLookupError:  # reaped already: it cannot say how it ended
                 os._exit(128 + signo)
+            if signo == _signal.SIGINT and interrupted is None:
+                interrupted = time.monotonic()
 
 
 def _terminate(signo: int, frame: Any) -> None:

@@ -57,6 +57,7 @@ from typing import (
     IO,
     TYPE_CHECKING,
     Any,
+    Callable,
     Dict,
     Hashable,
     Iterable,
@@ -100,6 +101,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 # Bytes read per step (Ctrl-C handled between reads; the file is then parsed whole).
 _CHUNK_CHARS = 1 << 22
+# Called with the name of each temporary file _AtomicFile makes (the command's worker tells its
+# supervisor, which removes them if it has to end the command itself).
+_made_temporary: Optional[Callable[[str], None]] = None
 # What one write() of an output takes at most (bytes, or characters of text): Ctrl-C is
 # handled between writes; 1 MB is ~1 ms to a file, ~25 ms to gzip.
 _WRITE_PIECE = 1 << 20
@@ -300,6 +304,8 @@ class _AtomicFile:
                 break
             self._tmp = tmp
             self._target = target
+            if _made_temporary is not None:
+                _made_temporary(tmp)
             self._raw = os.fdopen(fd, "wb")
         binary: Any = (
             gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
