@@ -532,3 +532,23 @@ def test_ctrl_c_in_a_long_call_that_holds_python_ends_the_command_from_its_super
     assert sorted(os.listdir(tmp_path)) == ["a.run"]
     assert wait_for_the_group_to_end(child.pid)
     assert took < 5.0, took  # the call alone would take minutes
+
+
+@pytest.mark.parametrize("closed", [(1, 2), (0, 1), (0, 2)])
+def test_the_status_survives_standard_streams_closed_at_the_start(tmp_path, closed):
+    """`rankfusion ... >&- 2>&-`: with two of fds 0-2 closed the pipe to the process started
+    would get their numbers, which the worker closes before it tells its status."""
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 d 1 1.0 t\n")
+
+    def close_them() -> None:
+        for fd in closed:
+            os.close(fd)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rankfusion", "fuse", run, run, "-o", tmp_path / "o.run"],
+        preexec_fn=close_them,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    assert (tmp_path / "o.run").read_text() == "1 Q0 d 1 0.03278688524590164 rankfusion\n"

@@ -358,6 +358,20 @@ def test_a_plain_file_is_read_without_a_second_copy(tmp_path, monkeypatch):
     assert peak() > 1.8  # (the check can fail)
 
 
+def test_ctrl_c_as_an_output_is_made_leaves_no_file(tmp_path, monkeypatch):
+    """A KeyboardInterrupt between the creation of the temporary file and the end of
+    ``_AtomicFile()`` (here from the hook that reports it) removes the file."""
+
+    def interrupted(path):
+        assert os.path.exists(path)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trec, "_made_temporary", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        trec._AtomicFile(tmp_path / "out.run")
+    assert os.listdir(tmp_path) == []
+
+
 def test_random_formatting_parses_the_same(tmp_path):
     rng = random.Random(3)
     for case in range(60):

@@ -656,15 +656,15 @@ def _renaming() -> Iterator[None]:
     caught: List[int] = []
     before: Dict[int, Any] = {}
     _tell(b"busy")  # the supervisor waits for the renames, however long a Ctrl-C waits
-    try:
-        for name in ("SIGINT", *_CLEANED_UP):
-            signo = getattr(_signal, name, None)
-            if signo is not None and callable(_signal.getsignal(signo)):
-                before[signo] = _signal.signal(signo, lambda signo, frame: caught.append(signo))
-    except ValueError:  # not the main thread: signals are not ours to handle
-        pass
     done = False
     try:
+        try:
+            for name in ("SIGINT", *_CLEANED_UP):
+                signo = getattr(_signal, name, None)
+                if signo is not None and callable(_signal.getsignal(signo)):
+                    before[signo] = _signal.signal(signo, lambda signo, frame: caught.append(signo))
+        except ValueError:  # not the main thread: signals are not ours to handle
+            pass
         yield
         done = True
     finally:
@@ -1636,6 +1636,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:  # as the command ended, past _main's own handler
         if argv is not None:
             raise
+        _tell(b"busy")
         print(f"{PROG}: interrupted", file=sys.stderr)
         status = 130
     except _Terminated as e:  # SIGTERM or SIGHUP in the worker: its partial outputs removed
@@ -1828,7 +1829,7 @@ def _supervise() -> None:
     Why: a process that read large runs takes a while to end (the kernel frees its pages, about
     0.1 s a GiB), so Ctrl-C could not end the command within 0.1 s. The worker, once its
     outputs are complete or removed and its streams closed, tells the supervisor its status
-    (a byte down a pipe, then SIGUSR1), and the supervisor ends with it at once while the
+    (an ``exit:`` record down a pipe, then SIGUSR1), and the supervisor ends with it at once while the
     worker's memory is freed. A signal that ends the command (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
     sent to the supervisor alone is passed on to the worker; Ctrl-C at a terminal reaches both,
     and the worker's SIGINT handler acts once (see :func:`_interrupt_once`). A worker inside
@@ -1862,7 +1863,8 @@ def _supervise() -> None:
     child_handler = _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     parent = os.getpid()
     try:
-        word, told = os.pipe()
+        word, told = (_above_streams(fd) for fd in os.pipe())
+        os.set_blocking(told, False)  # a record that does not fit is dropped, never waited for
         pid = os.fork()
     except OSError:
         _signal.signal(_signal.SIGCHLD, child_handler)
@@ -1893,6 +1895,8 @@ def _supervise() -> None:
             info = _signal.sigtimedwait(watched, max(0.0, interrupted + _GRACE - time.monotonic()))
         if info is None:  # the grace is over
             told_us.read()
+            if told_us.status is not None:  # it has just ended
+                os._exit(told_us.status)
             if told_us.busy:  # removing its outputs, or renaming them: wait for its word
                 interrupted = None
                 continue
@@ -1926,6 +1930,18 @@ def _supervise() -> None:
                 os._exit(128 + signo)
             if signo == _signal.SIGINT and interrupted is None:
                 interrupted = time.monotonic()
+
+
+def _above_streams(fd: int) -> int:
+    """``fd`` moved to 3 or above (closed on exec): with stdin, stdout or stderr closed at the
+    start a pipe can get their numbers, which the worker closes before its last word."""
+    import fcntl  # Unix only, as the worker
+
+    if fd > 2:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return moved
 
 
 def _terminate(signo: int, frame: Any) -> None:

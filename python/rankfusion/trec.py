@@ -41,6 +41,7 @@ half-written file behind.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import itertools
@@ -302,11 +303,18 @@ class _AtomicFile:
                 except OSError as e:  # a missing folder, say: named by the file asked for
                     raise type(e)(e.errno, e.strerror, self.path) from None
                 break
-            self._tmp = tmp
-            self._target = target
-            if _made_temporary is not None:
-                _made_temporary(tmp)
-            self._raw = os.fdopen(fd, "wb")
+            try:  # Ctrl-C here leaves no file behind
+                self._tmp = tmp
+                self._target = target
+                if _made_temporary is not None:
+                    _made_temporary(tmp)
+                self._raw = os.fdopen(fd, "wb")
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
         binary: Any = (
             gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
             if gz
