@@ -552,3 +552,47 @@ def test_the_status_survives_standard_streams_closed_at_the_start(tmp_path, clos
     )
     assert done.returncode == 0
     assert (tmp_path / "o.run").read_text() == "1 Q0 d 1 0.03278688524590164 rankfusion\n"
+
+
+def test_ctrl_c_while_the_outputs_are_renamed_slowly_waits_for_them(tmp_path):
+    """A worker that has said it is renaming its outputs is never killed, however long the
+    renames take (ext4 allocates a replaced file's blocks then): the process started stops it at
+    the end of the grace, sees that it said so, and lets it go on; the command ends with 0, its
+    outputs whole, and no message."""
+    run = tmp_path / "a.run"
+    run.write_text(
+        "".join(f"{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(20) for d in range(50))
+    )
+    argv = ["fuse", str(run), str(run), "--trace", str(tmp_path / "t.jsonl")]
+    argv += ["-o", str(tmp_path / "o.run"), "-q"]
+    code = (
+        "import sys, time\n"
+        "from rankfusion import cli, trec\n"
+        "commit = trec._AtomicFile.commit\n"
+        "def slow(self):\n"
+        "    if not getattr(slow, 'done', False):\n"
+        "        slow.done = True\n"
+        "        print('renaming', flush=True)\n"
+        "        time.sleep(0.5)\n"
+        "    commit(self)\n"
+        "trec._AtomicFile.commit = slow\n"
+        f"sys.argv = ['rankfusion', *{argv!r}]\n"
+        "sys.exit(cli.main())\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout.readline() == "renaming\n"
+        os.killpg(child.pid, signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+    assert (child.returncode, stdout, stderr) == (0, "", "")
+    assert sorted(os.listdir(tmp_path)) == ["a.run", "o.run", "t.jsonl"]

@@ -1894,10 +1894,20 @@ def _supervise() -> None:
         else:
             info = _signal.sigtimedwait(watched, max(0.0, interrupted + _GRACE - time.monotonic()))
         if info is None:  # the grace is over
+            # Stopped first, so that what it has said is all it says before it is killed (it
+            # cannot print its message after the check).
+            with contextlib.suppress(OSError):
+                os.kill(pid, _signal.SIGSTOP)
+                done, status = os.waitpid(pid, os.WUNTRACED)
+                if done == pid and not os.WIFSTOPPED(status):  # it ended meanwhile
+                    told_us.read()
+                    _end_as_worker(status, told_us.status)
             told_us.read()
-            if told_us.status is not None:  # it has just ended
+            if told_us.status is not None:  # it ended as it was stopped
                 os._exit(told_us.status)
             if told_us.busy:  # removing its outputs, or renaming them: wait for its word
+                with contextlib.suppress(OSError):
+                    os.kill(pid, _signal.SIGCONT)
                 interrupted = None
                 continue
             # Inside a long call: end the command here, as its handler would have.
@@ -1917,12 +1927,7 @@ def _supervise() -> None:
         elif signo == _signal.SIGCHLD:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done == pid:
-                if os.WIFSIGNALED(status):  # end as it ended
-                    ended = os.WTERMSIG(status)
-                    _signal.signal(ended, _signal.SIG_DFL)
-                    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {ended})
-                    os.kill(os.getpid(), ended)
-                os._exit(os.waitstatus_to_exitcode(status))
+                _end_as_worker(status, None)
         elif info.si_pid != pid:
             try:
                 os.kill(pid, signo)
@@ -1930,6 +1935,17 @@ def _supervise() -> None:
                 os._exit(128 + signo)
             if signo == _signal.SIGINT and interrupted is None:
                 interrupted = time.monotonic()
+
+
+def _end_as_worker(status: int, told: Optional[int]) -> None:
+    """The supervisor ends as its worker ended (``status``: ``waitpid``'s): by its signal, or
+    with the status it told (``told``), else its exit status."""
+    if os.WIFSIGNALED(status):
+        ended = os.WTERMSIG(status)
+        _signal.signal(ended, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {ended})
+        os.kill(os.getpid(), ended)
+    os._exit(told if told is not None else os.waitstatus_to_exitcode(status))
 
 
 def _above_streams(fd: int) -> int:
