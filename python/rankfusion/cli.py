@@ -1688,12 +1688,17 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         return 130
 
 
-def _end_by(signo: int) -> None:
-    """Ends the process by the signal ``signo`` (its default action), stdout and stderr
-    flushed: the supervisor then ends the same way."""
+def _flush_streams() -> None:
+    """Flushes stdout and stderr, each as far as it can (closed, or None: nothing to do)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
+
+
+def _end_by(signo: int) -> None:
+    """Ends the process by the signal ``signo`` (its default action), stdout and stderr
+    flushed: in the worker, the supervisor then ends the same way."""
+    _flush_streams()
     _signal.signal(signo, _signal.SIG_DFL)
     _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {signo})
     os.kill(os.getpid(), signo)
@@ -1714,12 +1719,7 @@ def _exit_now(status: int) -> None:
         for name in _CLEANED_UP:  # and SIGTERM / SIGHUP end it as they would
             if _signal.getsignal(getattr(_signal, name)) == _terminate:
                 _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            pass
+    _flush_streams()
     if _SUPERVISOR is not None and os.getppid() == _SUPERVISOR[0]:
         for fd in (0, 1, 2):
             with contextlib.suppress(OSError):
@@ -1941,10 +1941,7 @@ def _end_as_worker(status: int, told: Optional[int]) -> None:
     """The supervisor ends as its worker ended (``status``: ``waitpid``'s): by its signal, or
     with the status it told (``told``), else its exit status."""
     if os.WIFSIGNALED(status):
-        ended = os.WTERMSIG(status)
-        _signal.signal(ended, _signal.SIG_DFL)
-        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {ended})
-        os.kill(os.getpid(), ended)
+        _end_by(os.WTERMSIG(status))
     os._exit(told if told is not None else os.waitstatus_to_exitcode(status))
 
 

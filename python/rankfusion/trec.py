@@ -154,13 +154,14 @@ def _read_bytes(path: PathLike, progress: Union[bool, Any]) -> bytes:
     are joined by the core, which checks for Ctrl-C as it copies."""
     name = os.fspath(path)
     with open(path, "rb") as raw:
-        size = os.fstat(raw.fileno()).st_size
+        status = os.fstat(raw.fileno())
+        size = status.st_size
         gz = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
         source: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
         bar = _progress_bar(progress, size, os.path.basename(name))
         try:
-            if not gz and stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+            if not gz and stat.S_ISREG(status.st_mode):
                 try:
                     data = _core._read_file(
                         name, _CHUNK_CHARS, None if bar is None else lambda n: bar.update(n - bar.n)

@@ -102,17 +102,10 @@ fn read_file<'py>(
         None => PyOSError::new_err(e.to_string()),
     };
     let mut file = std::fs::File::open(&path).map_err(os_error)?;
-    let total = usize::try_from(file.metadata().map_err(os_error)?.len())
-        .map_err(|_| PyValueError::new_err("too many bytes for one bytes object"))?;
-    let size = ffi::Py_ssize_t::try_from(total)
-        .map_err(|_| PyValueError::new_err("too many bytes for one bytes object"))?;
-    // SAFETY: as in `joined`: a new bytes object, ours alone until returned, its `total`
-    // bytes written below before anyone reads them (or it is dropped unread).
-    let bytes = unsafe {
-        Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromStringAndSize(std::ptr::null(), size))?
-            .cast_into_unchecked::<PyBytes>()
-    };
-    let start = unsafe { ffi::PyBytes_AsString(bytes.as_ptr()) } as usize;
+    let (bytes, start, total) = unset_bytes(
+        py,
+        usize::try_from(file.metadata().map_err(os_error)?.len()).ok(),
+    )?;
     let piece = piece.max(1);
     let mut done = 0;
     while done < total {
@@ -144,23 +137,33 @@ fn read_file<'py>(
     }
 }
 
-/// The bytes of `slices` one after the other, as one new bytes object, copied with the GIL
-/// released and Ctrl-C checked between slices.
-fn joined<'py>(py: Python<'py>, slices: &[&[u8]]) -> PyResult<Bound<'py, PyBytes>> {
+/// A new bytes object of `total` bytes (None: more than a size holds) whose contents are not
+/// set yet, the address of its first byte and `total`: the caller writes all of them before
+/// the object is shared (it is the caller's alone until then; reading it first reads garbage).
+fn unset_bytes(
+    py: Python<'_>,
+    total: Option<usize>,
+) -> PyResult<(Bound<'_, PyBytes>, usize, usize)> {
     let too_many = || PyValueError::new_err("too many bytes for one bytes object");
-    let total = slices
-        .iter()
-        .try_fold(0usize, |total, s| total.checked_add(s.len()))
-        .ok_or_else(too_many)?;
+    let total = total.ok_or_else(too_many)?;
     let size = ffi::Py_ssize_t::try_from(total).map_err(|_| too_many())?;
-    // SAFETY: a new bytes object of `total` bytes, its contents unset: it is ours alone (not
-    // shared before it is returned), so writing them is allowed; it stays alive (owned by
-    // `bytes`) while they are written.
+    // SAFETY: PyBytes_FromStringAndSize with NULL makes a bytes object of `size` bytes, unset.
     let bytes = unsafe {
         Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromStringAndSize(std::ptr::null(), size))?
             .cast_into_unchecked::<PyBytes>()
     };
+    // SAFETY: a bytes object's buffer, alive as long as `bytes`.
     let start = unsafe { ffi::PyBytes_AsString(bytes.as_ptr()) } as usize;
+    Ok((bytes, start, total))
+}
+
+/// The bytes of `slices` one after the other, as one new bytes object, copied with the GIL
+/// released and Ctrl-C checked between slices.
+fn joined<'py>(py: Python<'py>, slices: &[&[u8]]) -> PyResult<Bound<'py, PyBytes>> {
+    let total = slices
+        .iter()
+        .try_fold(0usize, |total, s| total.checked_add(s.len()));
+    let (bytes, start, _) = unset_bytes(py, total)?;
     let copied = signals::detached(py, |cancel| {
         let mut at = start;
         for s in slices {
