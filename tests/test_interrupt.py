@@ -298,20 +298,9 @@ def test_an_interrupted_command_ends_its_process_without_the_teardown(tmp_path):
         f"{str(tmp_path / 't.jsonl')!r}, '-o', {str(tmp_path / 'o.run')!r}, '-q']\n"
         "sys.exit(cli.main())\n"
     )
-    child = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-    )
-    try:
-        assert child.stdout.readline() == "fused\n"
+    with _program_in_its_session(code, "fused") as child:
         os.kill(child.pid, signal.SIGINT)
         stdout, stderr = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
     assert (child.returncode, stderr) == (130, "rankfusion fuse: interrupted\n")
     assert sorted(os.listdir(tmp_path)) == ["a.run"]
 
@@ -333,29 +322,67 @@ def test_main_called_with_arguments_returns_130(tmp_path, monkeypatch, capsys):
     assert sorted(os.listdir(tmp_path)) == ["a.run"]
 
 
+def _command_at_its_outputs(tmp_path, step: str, first: str) -> tuple[str, list[str]]:
+    """A `python -c` program that runs the `rankfusion` command (with its worker) on a small
+    run, --trace and -o, running the statements ``first`` just before the first call of
+    ``trec._AtomicFile.<step>`` ("finish": both outputs written under their temporary names;
+    "commit": they are being renamed into place); and the command's arguments."""
+    run = tmp_path / "a.run"
+    run.write_text(
+        "".join(f"{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(20) for d in range(50))
+    )
+    argv = ["fuse", str(run), str(run), "--trace", str(tmp_path / "t.jsonl")]
+    argv += ["-o", str(tmp_path / "o.run"), "-q"]
+    code = (
+        "import os, signal, sys, time\n"
+        "from rankfusion import cli, trec\n"
+        f"step = trec._AtomicFile.{step}\n"
+        "def first(self):\n"
+        f"    trec._AtomicFile.{step} = step\n"
+        f"    {first}\n"
+        "    step(self)\n"
+        f"trec._AtomicFile.{step} = first\n"
+        f"sys.argv = ['rankfusion', *{argv!r}]\n"
+        "sys.exit(cli.main())\n"
+    )
+    return code, argv
+
+
+def _paused(tmp_path, step: str, word: str, pause: str) -> str:
+    """The program of :func:`_command_at_its_outputs` printing ``word`` at ``step``, then
+    running ``pause`` (a statement) before it goes on."""
+    return _command_at_its_outputs(tmp_path, step, f"print({word!r}, flush=True); {pause}")[0]
+
+
+@contextlib.contextmanager
+def _program_in_its_session(code: str, ready: str, preexec_fn=default_sigint):
+    """`python -c code` in a session (a process group) of its own, once it has printed the line
+    ``ready``; the group is killed at the end if anything is left of it (a test that failed)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=preexec_fn,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout.readline() == ready + "\n"
+        yield child
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("when", ["finish", "commit"])
 def test_sigint_while_the_outputs_are_put_in_place_leaves_all_or_none(tmp_path, when):
     """Ctrl-C while the outputs are completed (``finish``) ends the command with 130 and removes
     every one; once they are being renamed into place (``commit``: the first rename's SIGINT
     waits for the others) the command has done its work and ends with 0, every output in
     place and whole, no message and no traceback."""
-    run = tmp_path / "a.run"
-    run.write_text(
-        "".join(f"{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(20) for d in range(50))
-    )
     out, trace = tmp_path / "o.run", tmp_path / "t.jsonl"
-    argv = ["fuse", str(run), str(run), "--trace", str(trace), "-o", str(out), "-q"]
-    code = (
-        "import os, signal, sys\n"
-        "from rankfusion import cli, trec\n"
-        f"step = getattr(trec._AtomicFile, {when!r})\n"
-        "def interrupted(self):\n"  # Ctrl-C reaches the command at its first file's step
-        "    os.kill(os.getpid(), signal.SIGINT)\n"
-        "    step(self)\n"
-        f"setattr(trec._AtomicFile, {when!r}, interrupted)\n"
-        f"sys.argv = ['rankfusion', *{argv!r}]\n"
-        "sys.exit(cli.main())\n"
-    )
+    # Ctrl-C reaches the command at its first file's step
+    code, argv = _command_at_its_outputs(tmp_path, when, "os.kill(os.getpid(), signal.SIGINT)")
     child = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -381,55 +408,19 @@ def test_sigint_while_the_outputs_are_put_in_place_leaves_all_or_none(tmp_path, 
     assert trace.read_bytes() == (expected / "t.jsonl").read_bytes()
 
 
-def _command_paused_at_its_outputs(tmp_path, pause: float) -> str:
-    """A `python -c` program that runs the `rankfusion` command (with its worker) on a small
-    run, --trace and -o, pausing ``pause`` seconds once both outputs are written under their
-    temporary names (it prints "written" then)."""
-    run = tmp_path / "a.run"
-    run.write_text(
-        "".join(f"{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(20) for d in range(50))
-    )
-    argv = ["fuse", str(run), str(run), "--trace", str(tmp_path / "t.jsonl")]
-    argv += ["-o", str(tmp_path / "o.run"), "-q"]
-    return (
-        "import sys, time\n"
-        "from rankfusion import cli, trec\n"
-        "finish = trec._AtomicFile.finish\n"
-        "def paused(self):\n"
-        "    finish(self)\n"
-        "    if not getattr(paused, 'done', False):\n"
-        "        paused.done = True\n"
-        "        print('written', flush=True)\n"
-        f"        time.sleep({pause})\n"
-        "trec._AtomicFile.finish = paused\n"
-        f"sys.argv = ['rankfusion', *{argv!r}]\n"
-        "sys.exit(cli.main())\n"
-    )
-
-
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
 def test_sigterm_and_sighup_remove_the_temporary_files_then_end_the_command(tmp_path, name):
     """SIGTERM or SIGHUP sent to the process started, while its outputs are written under
     temporary names: the worker removes them, then it and the process started end by the
     signal (docs/cli.md: nothing is half-written)."""
     signo = getattr(signal, name)
-    child = subprocess.Popen(
-        [sys.executable, "-c", _command_paused_at_its_outputs(tmp_path, 60)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert child.stdout.readline() == "written\n"
+    code = _paused(tmp_path, "finish", "written", "time.sleep(60)")
+    with _program_in_its_session(code, "written") as child:
         assert len([f for f in os.listdir(tmp_path) if f.endswith(".tmp")]) == 2
         os.kill(child.pid, signo)
         stdout, stderr = child.communicate(timeout=60)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+        assert wait_for_the_group_to_end(child.pid)
     assert (child.returncode, stdout, stderr) == (-signo, "", "")
-    assert wait_for_the_group_to_end(child.pid)
     assert sorted(os.listdir(tmp_path)) == ["a.run"]
 
 
@@ -440,21 +431,10 @@ def test_a_command_started_with_sigint_ignored_leaves_it_ignored(tmp_path):
     def sigint_ignored() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    child = subprocess.Popen(
-        [sys.executable, "-c", _command_paused_at_its_outputs(tmp_path, 0.5)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=sigint_ignored,
-        start_new_session=True,
-    )
-    try:
-        assert child.stdout.readline() == "written\n"
+    code = _paused(tmp_path, "finish", "written", "time.sleep(0.5)")
+    with _program_in_its_session(code, "written", preexec_fn=sigint_ignored) as child:
         os.killpg(child.pid, signal.SIGINT)
         stdout, stderr = child.communicate(timeout=60)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
     assert (child.returncode, stdout, stderr) == (0, "", "")
     assert sorted(os.listdir(tmp_path)) == ["a.run", "o.run", "t.jsonl"]
 
@@ -505,32 +485,17 @@ def test_ctrl_c_in_a_long_call_that_holds_python_ends_the_command_from_its_super
     function on tens of millions of rows; here `sum` over a range) cannot run its SIGINT
     handler: after a grace of 50 ms the process started ends the command itself, as the
     handler would have: the worker killed, its temporary files removed, the message, 130."""
-    code = _command_paused_at_its_outputs(tmp_path, 0).replace(
-        "time.sleep(0)",
-        "sum(range(10**10))",  # minutes of C, holding Python
-    )
-    assert "sum(range" in code
-    child = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-        start_new_session=True,
-    )
-    try:
-        assert child.stdout.readline() == "written\n"
+    # minutes of C, holding Python
+    code = _paused(tmp_path, "finish", "written", "sum(range(10**10))")
+    with _program_in_its_session(code, "written") as child:
         assert len([f for f in os.listdir(tmp_path) if f.endswith(".tmp")]) == 2
         sent = time.monotonic()
         os.killpg(child.pid, signal.SIGINT)
         stdout, stderr = child.communicate(timeout=60)
         took = time.monotonic() - sent
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
+        assert wait_for_the_group_to_end(child.pid)
     assert (child.returncode, stdout, stderr) == (130, "", "rankfusion fuse: interrupted\n")
     assert sorted(os.listdir(tmp_path)) == ["a.run"]
-    assert wait_for_the_group_to_end(child.pid)
     assert took < 5.0, took  # the call alone would take minutes
 
 
@@ -559,40 +524,9 @@ def test_ctrl_c_while_the_outputs_are_renamed_slowly_waits_for_them(tmp_path):
     renames take (ext4 allocates a replaced file's blocks then): the process started stops it at
     the end of the grace, sees that it said so, and lets it go on; the command ends with 0, its
     outputs whole, and no message."""
-    run = tmp_path / "a.run"
-    run.write_text(
-        "".join(f"{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(20) for d in range(50))
-    )
-    argv = ["fuse", str(run), str(run), "--trace", str(tmp_path / "t.jsonl")]
-    argv += ["-o", str(tmp_path / "o.run"), "-q"]
-    code = (
-        "import sys, time\n"
-        "from rankfusion import cli, trec\n"
-        "commit = trec._AtomicFile.commit\n"
-        "def slow(self):\n"
-        "    if not getattr(slow, 'done', False):\n"
-        "        slow.done = True\n"
-        "        print('renaming', flush=True)\n"
-        "        time.sleep(0.5)\n"
-        "    commit(self)\n"
-        "trec._AtomicFile.commit = slow\n"
-        f"sys.argv = ['rankfusion', *{argv!r}]\n"
-        "sys.exit(cli.main())\n"
-    )
-    child = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-        start_new_session=True,
-    )
-    try:
-        assert child.stdout.readline() == "renaming\n"
+    code = _paused(tmp_path, "commit", "renaming", "time.sleep(0.5)")
+    with _program_in_its_session(code, "renaming") as child:
         os.killpg(child.pid, signal.SIGINT)
         stdout, stderr = child.communicate(timeout=60)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)  # only when the test failed
     assert (child.returncode, stdout, stderr) == (0, "", "")
     assert sorted(os.listdir(tmp_path)) == ["a.run", "o.run", "t.jsonl"]
