@@ -15,7 +15,7 @@ use hashbrown::HashMap;
 
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
-use crate::fusion::{params, trace, Caller, Hasher, IdTable, Plan, Rows, Trace, Workspace};
+use crate::fusion::{params, trace, Caller, Engine, Hasher, Plan, Rows};
 use crate::memory::Buffer;
 use crate::pool;
 
@@ -287,20 +287,16 @@ pub fn fuse_batch(
     Ok(out)
 }
 
-/// What a thread keeps from row to row: the engine's workspace, the id table, a trace buffer.
+/// What a thread keeps from row to row: an engine and a buffer of values.
 struct RowState {
-    ws: Workspace,
-    table: IdTable,
-    trace: Trace,
+    engine: Engine,
     values: Vec<f64>,
 }
 
 impl RowState {
     fn new(trace: bool) -> Self {
         RowState {
-            ws: Workspace::new(trace),
-            table: IdTable::default(),
-            trace: Trace::default(),
+            engine: Engine::new(trace),
             values: Vec::new(),
         }
     }
@@ -327,9 +323,11 @@ fn fuse_chunk(
         ..Chunk::default()
     };
     let RowState {
-        ws,
-        table,
-        trace: page_trace,
+        engine: Engine {
+            ws,
+            table,
+            trace: page_trace,
+        },
         values,
     } = state;
     let mut row_lists: Vec<&[i64]> = Vec::with_capacity(lists.len());
@@ -632,6 +630,39 @@ pub fn fuse_batch_into_vecs(
         &cancel,
     )?;
     Ok(out)
+}
+
+/// For benchmarks: the bare loop of `rrf_batch` (RRF's defaults, pad -1) — fuse every row and
+/// write the output into buffers allocated once — run `repeat` times; the seconds of each run.
+#[cfg(feature = "bench-hooks")]
+pub fn bare_loop(
+    lists: &[IdMatrix<'_>],
+    n_threads: usize,
+    repeat: usize,
+) -> Result<Vec<f64>, Error> {
+    let plan = crate::fusion::Fusion::default().plan(lists.len())?;
+    let none = Cancel::none();
+    let run = || fuse_batch(lists, Extra::default(), &plan, PAD, false, n_threads, &none);
+    let fused = run()?;
+    let (q, w) = (fused.rows(), fused.width());
+    let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
+    (0..repeat)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            run()?.write(
+                Output {
+                    ids: &mut ids,
+                    scores: &mut scores,
+                    counts: &mut counts,
+                    ranks: None,
+                    contributions: None,
+                    normalized: None,
+                },
+                &none,
+            )?;
+            Ok(t.elapsed().as_secs_f64())
+        })
+        .collect()
 }
 
 #[cfg(test)]

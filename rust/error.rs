@@ -150,6 +150,26 @@ impl Error {
         .into()
     }
 
+    /// An error about the argument written `name`, of a wrong type or a wrong value: `weights`,
+    /// its item 2 as `weights[2]`, position 3 of its list 1 as `scores[1][3]` (an index that is
+    /// not a number, as in `boost['a']`, names no item).
+    pub fn named(name: &str, wrong_type: bool, message: impl Into<String>) -> Self {
+        let (argument, rest) = name.split_once('[').unwrap_or((name, ""));
+        let mut indices = rest
+            .split('[')
+            .map(|i| i.trim_end_matches(']').parse::<usize>().ok());
+        let e = if wrong_type {
+            Self::wrong_type(argument, message)
+        } else {
+            Self::invalid(argument, message)
+        };
+        match (indices.next().flatten(), indices.next().flatten()) {
+            (Some(list), Some(position)) => e.at_item(list, position),
+            (Some(list), None) => e.for_list(list),
+            _ => e,
+        }
+    }
+
     /// The same error, about item `list` of its argument (`weights[list]`, `scores[list]`).
     pub fn for_list(mut self, list: usize) -> Self {
         self.item = Some(Item {
@@ -399,5 +419,21 @@ mod tests {
             stage: Stage::Fused,
         });
         assert_eq!(score.place(), (None, None));
+    }
+
+    #[test]
+    fn a_name_tells_the_argument_and_its_item() {
+        let named = |name| Error::named(name, true, "m");
+        assert_eq!(named("k").argument(), Some("k"));
+        assert_eq!(named("k").place(), (None, None));
+        assert!(named("k").is_type_error());
+        assert!(!Error::named("k", false, "m").is_type_error());
+        assert_eq!(named("weights[2]").argument(), Some("weights"));
+        assert_eq!(named("weights[2]").place(), (Some(2), None));
+        assert_eq!(named("scores[1][3]").argument(), Some("scores"));
+        assert_eq!(named("scores[1][3]").place(), (Some(1), Some(3)));
+        assert_eq!(named("boost['a']").argument(), Some("boost"));
+        assert_eq!(named("boost['a']").place(), (None, None));
+        assert_eq!(named("Hit.score").argument(), Some("Hit.score"));
     }
 }

@@ -30,11 +30,13 @@
 //! finite from every key's contributions ([`Scored::score_contributions`]); both combine a key's
 //! terms by [`kernel::combine`].
 
+use std::cell::RefCell;
+
 use hashbrown::HashSet;
 
 use super::condorcet::{self, Condorcet};
 use super::kernel::{self, ones, Dense, Occurrences, Scored, Scores, Terms, Valuer, POLL_KEYS};
-use super::keys::KeySource;
+use super::keys::{IdTable, KeySource};
 use super::methods::{Combine, Term};
 use super::params::{Duplicates, Norm, Plan, TieBreak};
 use super::trace::{Contribution, Trace};
@@ -172,6 +174,51 @@ pub struct Workspace {
     /// Dense layout: per slot (list read), the items of its window not counted (holes and
     /// repeats).
     skipped: Vec<u32>,
+}
+
+/// What a caller keeps from query to query: the workspace, the id table its i64 keys are hashed
+/// in, and the buffer its traces are written to.
+#[derive(Default)]
+pub struct Engine {
+    pub ws: Workspace,
+    pub table: IdTable,
+    pub trace: Trace,
+}
+
+/// The most engines kept per thread.
+const KEPT_MAX: usize = 4;
+
+thread_local! {
+    /// Engines given back on this thread, for its next calls (their buffers have grown already).
+    static KEPT: RefCell<Vec<Engine>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Engine {
+    /// A new engine whose queries' traces are (`trace`) or are not read.
+    pub fn new(trace: bool) -> Self {
+        Engine {
+            ws: Workspace::new(trace),
+            ..Engine::default()
+        }
+    }
+
+    /// An engine kept on this thread, else a new one (a call may start while another call on
+    /// this thread uses one: a key's `__eq__` that fuses).
+    pub fn take(trace: bool) -> Self {
+        let mut engine = KEPT.with(|k| k.borrow_mut().pop()).unwrap_or_default();
+        engine.ws.set_trace(trace);
+        engine
+    }
+
+    /// Keeps the engine for this thread's next call.
+    pub fn give_back(self) {
+        KEPT.with(|k| {
+            let mut kept = k.borrow_mut();
+            if kept.len() < KEPT_MAX {
+                kept.push(self);
+            }
+        });
+    }
 }
 
 /// What the dense scan writes in a key's slots.

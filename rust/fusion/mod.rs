@@ -23,7 +23,7 @@ pub mod trace;
 
 use std::hash::Hash;
 
-pub use engine::{Caller, Firsts, Nothing, Workspace};
+pub use engine::{Caller, Engine, Firsts, Nothing, Workspace};
 pub use kernel::Scores;
 pub use keys::{IdTable, Interned, Interner, KeySource, Rows};
 pub use methods::{Method, Norm, METHODS, NORMS};

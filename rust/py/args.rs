@@ -10,7 +10,8 @@ use pyo3::types::{
 };
 use pyo3::{ffi, Borrowed};
 
-use super::errors::{type_error, value_error};
+use super::errors::Bad;
+use crate::error::Error;
 use crate::fusion::params::{self, Duplicates, Integer, TieBreak};
 use crate::fusion::{Method, Norm};
 use crate::trec::{Order, ReadDuplicates};
@@ -77,7 +78,7 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
 pub fn private_tuple<'py>(
     value: &Bound<'py, PyAny>,
     name: impl Fn() -> String,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> Result<Bound<'py, PyTuple>, Bad> {
     let tuple = items_of(value, |string| not_iterable(value, &name(), string))?;
     if !tuple.is(value) {
         super::gc::untrack_own(&tuple);
@@ -87,30 +88,35 @@ pub fn private_tuple<'py>(
 
 /// Any iterable but str/bytes/bytearray, as a tuple (the input is never modified, and a tuple
 /// cannot change under us while the core works). Errors from the iteration itself propagate.
-pub fn as_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
+pub fn as_tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> Result<Bound<'py, PyTuple>, Bad> {
     items_of(value, |string| not_iterable(value, name, string))
 }
 
 /// The error of a value named `name` that is a string, or not iterable.
 #[cold]
-fn not_iterable(value: &Bound<'_, PyAny>, name: &str, string: bool) -> PyErr {
+fn not_iterable(value: &Bound<'_, PyAny>, name: &str, string: bool) -> Bad {
     let what = if string {
         "a non-string iterable"
     } else {
         "iterable"
     };
-    type_error(
+    Error::named(
         name,
+        true,
         format!("{name} must be {what}, got {}", describe(value)),
     )
+    .into()
 }
 
 /// [`as_tuple`] with the error `refused(is_a_string)` for a str/bytes/bytearray or a value that
 /// is not iterable.
-pub fn items_of<'py>(
+pub fn items_of<'py, E>(
     value: &Bound<'py, PyAny>,
-    refused: impl Fn(bool) -> PyErr,
-) -> PyResult<Bound<'py, PyTuple>> {
+    refused: impl Fn(bool) -> E,
+) -> Result<Bound<'py, PyTuple>, Bad>
+where
+    Bad: From<E>,
+{
     if let Ok(t) = value.cast_exact::<PyTuple>() {
         return Ok(t.clone());
     }
@@ -121,13 +127,13 @@ pub fn items_of<'py>(
         || value.is_instance_of::<PyBytes>()
         || value.is_instance_of::<PyByteArray>()
     {
-        return Err(refused(true));
+        return Err(refused(true).into());
     }
     let iterator = value.try_iter().map_err(|e| {
         if e.is_instance_of::<PyTypeError>(value.py()) {
-            refused(false)
+            refused(false).into()
         } else {
-            e
+            Bad::Raised(e)
         }
     })?;
     let items = PyList::empty(value.py());
@@ -145,16 +151,18 @@ fn real_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 /// A real number (int, float, numpy scalar, Fraction...; not bool) as a float64, like the
 /// reference's `_real`: a conversion that overflows is a ValueError; NaN and infinities are
 /// returned (the core's checks reject them where they must be finite).
-pub fn real(value: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
+pub fn real(value: &Bound<'_, PyAny>, name: &str) -> Result<f64, Bad> {
     if let Ok(f) = value.cast_exact::<PyFloat>() {
         return Ok(f.value());
     }
     let py = value.py();
     if value.is_instance_of::<PyBool>() || !value.is_instance(real_type(py)?)? {
-        return Err(type_error(
+        return Err(Error::named(
             name,
+            true,
             format!("{name} must be a real number, got {}", describe(value)),
-        ));
+        )
+        .into());
     }
     let converted = if value.is_exact_instance_of::<PyInt>() {
         value.extract::<f64>()
@@ -165,37 +173,44 @@ pub fn real(value: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
     };
     converted.map_err(|e| {
         if e.is_instance_of::<PyOverflowError>(py) {
-            value_error(name, format!("{name} must be finite, got {}", repr(value)))
+            Error::named(
+                name,
+                false,
+                format!("{name} must be finite, got {}", repr(value)),
+            )
+            .into()
         } else {
-            e
+            Bad::Raised(e)
         }
     })
 }
 
 /// An integer (anything with `__index__`, not bool) as a Python int, like the reference's
 /// `operator.index` after its type check.
-pub fn index<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+pub fn index<'py>(value: &Bound<'py, PyAny>, name: &str) -> Result<Bound<'py, PyAny>, Bad> {
     // SAFETY: a valid object pointer, GIL held.
     let has_index = unsafe { ffi::PyIndex_Check(value.as_ptr()) } != 0;
     if value.is_instance_of::<PyBool>() || !has_index {
-        return Err(type_error(
+        return Err(Error::named(
             name,
+            true,
             format!("{name} must be an int, got {}", describe(value)),
-        ));
+        )
+        .into());
     }
     // SAFETY: as above; PyNumber_Index returns a new reference or NULL with an exception set.
-    unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(value.as_ptr())) }
+    Ok(unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(value.as_ptr())) }?)
 }
 
 /// An integer (anything with `__index__`, not bool) that is >= `minimum`, saturated to
 /// `usize::MAX` when it is larger than any length ("no bound"): `params::count`.
-pub fn integer(value: &Bound<'_, PyAny>, name: &str, minimum: i64) -> PyResult<usize> {
+pub fn integer(value: &Bound<'_, PyAny>, name: &str, minimum: i64) -> Result<usize, Bad> {
     Ok(params::count(name, integer_setting(value, name)?, minimum)?)
 }
 
 /// An integer setting (anything with `__index__`, not bool), for the core to check: its value
 /// saturated to i64, and its digits when it did not fit.
-pub fn integer_setting(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Integer> {
+pub fn integer_setting(value: &Bound<'_, PyAny>, name: &str) -> Result<Integer, Bad> {
     let n = index(value, name)?;
     Ok(match n.extract::<i64>() {
         Ok(value) => Integer::from(value),
@@ -207,12 +222,12 @@ pub fn integer_setting(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Integer
 }
 
 /// An integer (anything with `__index__`, not bool) that fits in int64: `params::int64`.
-pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+pub fn int64(value: &Bound<'_, PyAny>, name: &str) -> Result<i64, Bad> {
     Ok(params::int64(name, integer_setting(value, name)?)?)
 }
 
 /// True or False: a `bool`, or a numpy bool (`numpy.bool_`: an item of a bool array).
-pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
+pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> Result<bool, Bad> {
     if let Ok(b) = value.cast_exact::<PyBool>() {
         return Ok(b.is_true());
     }
@@ -226,12 +241,14 @@ pub fn flag(value: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
         .is_ok_and(|n| n == "bool" || n == "bool_")
         && value.is_exact_instance(NUMPY_BOOL.import(py, "numpy", "bool_")?)
     {
-        return value.is_truthy();
+        return Ok(value.is_truthy()?);
     }
-    Err(type_error(
+    Err(Error::named(
         name,
+        true,
         format!("{name} must be True or False, got {}", describe(value)),
-    ))
+    )
+    .into())
 }
 
 /// A choice argument: one of `names` (a str); a non-str is a TypeError, another str a
@@ -241,7 +258,7 @@ pub fn choice<'n, T>(
     name: &str,
     names: impl IntoIterator<Item = &'n str>,
     from_name: impl Fn(&str) -> Option<T>,
-) -> PyResult<T> {
+) -> Result<T, Bad> {
     let value = value.to_owned();
     let Ok(s) = value.cast::<PyString>() else {
         return Err(params::not_one_of(name, names, &describe(&value), true).into());
@@ -255,9 +272,9 @@ pub fn choice<'n, T>(
 macro_rules! choice_argument {
     ($type:ty, $name:literal, $names:expr, $from_name:expr) => {
         impl<'a, 'py> FromPyObject<'a, 'py> for $type {
-            type Error = PyErr;
+            type Error = Bad;
 
-            fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+            fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Bad> {
                 choice(obj, $name, $names, $from_name)
             }
         }

@@ -217,7 +217,7 @@ pub fn batch<'py>(
         }
     }
     plan.check_scores_given(|i| score_data[i].is_some())?;
-    let pad = pad.or(batch::PAD, |v| int64(v, "pad"))?;
+    let pad = pad.or(batch::PAD, |v| Ok(int64(v, "pad")?))?;
     let boost = extract_boost(boost, fusion)?
         .map(|b| boost_ids(&b))
         .transpose()?;
@@ -235,9 +235,8 @@ pub fn batch<'py>(
     )
 }
 
-/// For benchmarks: the bare loop of `rrf_batch` (fuse every row and write the output) on
-/// `lists`, run `repeat` times with the GIL released into buffers allocated once; the input is
-/// copied before and nothing is built for Python. Returns the seconds of each run, so that
+/// For benchmarks: `crate::batch::bare_loop` on `lists` (copied before; nothing is built for
+/// Python), with the GIL released. Returns the seconds of each of the `repeat` runs, so that
 /// `benches/batch_table.py` can time the binding and its floor side by side in one process.
 #[cfg(feature = "bench-hooks")]
 #[pyfunction]
@@ -248,49 +247,12 @@ pub fn _bare_loop(
     threads: Option<Bound<'_, PyAny>>,
     repeat: usize,
 ) -> PyResult<Vec<f64>> {
-    let outer = as_tuple(lists, "lists")?;
-    let arrays = outer
-        .iter()
-        .enumerate()
-        .map(|(i, a)| id_array(&a, &format!("lists[{i}]")))
-        .collect::<PyResult<Vec<_>>>()?;
+    let arrays = id_arrays(lists, "lists")?;
     let n_threads = thread_count(threads)?;
     let matrices = arrays
         .iter()
         .map(IdArray::matrix)
         .collect::<PyResult<Vec<_>>>()?;
-    let plan = Fusion::default()
-        .plan(matrices.len())
-        .map_err(|e| core_error(py, e, None))?;
-    let none = crate::cancel::Cancel::none();
-    let run = || {
-        let extra = Extra::default();
-        batch::fuse_batch(&matrices, extra, &plan, -1, false, n_threads, &none)
-    };
-    let fused = py.detach(run).map_err(|e| core_error(py, e, None))?;
-    let (q, w) = (fused.rows(), fused.width());
-    let (mut ids, mut scores, mut counts) = (vec![0i64; q * w], vec![0f64; q * w], vec![0i64; q]);
-    let times = py
-        .detach(|| {
-            (0..repeat)
-                .map(|_| {
-                    let t = std::time::Instant::now();
-                    let fused = run()?;
-                    fused.write(
-                        Output {
-                            ids: &mut ids,
-                            scores: &mut scores,
-                            counts: &mut counts,
-                            ranks: None,
-                            contributions: None,
-                            normalized: None,
-                        },
-                        &none,
-                    )?;
-                    Ok(t.elapsed().as_secs_f64())
-                })
-                .collect::<Result<Vec<f64>, crate::Error>>()
-        })
-        .map_err(|e| core_error(py, e, None))?;
-    Ok(times)
+    py.detach(|| batch::bare_loop(&matrices, n_threads, repeat))
+        .map_err(|e| core_error(py, e, None))
 }

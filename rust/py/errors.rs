@@ -7,7 +7,6 @@
 //! `repr`); the binding's own conversion errors are made by [`type_error`] and [`value_error`].
 //! `Problem::Interrupted` becomes `KeyboardInterrupt`.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
@@ -44,18 +43,6 @@ fn classes(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>, Py<PyType>)> {
             class("TrecFormatError")?,
         ))
     })
-}
-
-/// The fields of an argument named `name` (`weights[2]`, `scores[1][3]`): the argument and the
-/// item's list and 1-based rank.
-fn named(name: &str) -> (&str, Option<usize>, Option<usize>) {
-    let (argument, rest) = name.split_once('[').unwrap_or((name, ""));
-    let mut indices = rest
-        .split('[')
-        .map(|i| i.trim_end_matches(']').parse::<usize>().ok());
-    let list = indices.next().flatten();
-    let rank = indices.next().flatten().map(|p| p + 1);
-    (argument, list, rank)
 }
 
 /// Our exception of class `type_error` or not, about `argument` (`list`, `rank`), at `at`.
@@ -101,21 +88,42 @@ fn ours(
     made.unwrap_or_else(|e| e)
 }
 
-/// Our `TypeError` about the argument named `name` (see [`named`]).
-pub fn type_error(name: &str, reason: impl AsRef<str>) -> PyErr {
-    about(true, name, reason.as_ref())
+/// Our `TypeError` about the argument written `name` (`weights[2]`: [`Error::named`]).
+pub fn type_error(name: &str, reason: impl Into<String>) -> PyErr {
+    Error::named(name, true, reason).into()
 }
 
-/// Our `ValueError` about the argument named `name` (see [`named`]).
-pub fn value_error(name: &str, reason: impl AsRef<str>) -> PyErr {
-    about(false, name, reason.as_ref())
+/// Our `ValueError` about the argument written `name` (`weights[2]`: [`Error::named`]).
+pub fn value_error(name: &str, reason: impl Into<String>) -> PyErr {
+    Error::named(name, false, reason).into()
 }
 
-/// Our exception (a `TypeError` or not) about the argument named `name`.
-fn about(type_error: bool, name: &str, reason: &str) -> PyErr {
-    let (argument, list, rank) = named(name);
-    let at = &At::Call;
-    Python::attach(|py| ours(py, type_error, reason, Some(argument), at, list, rank, None))
+/// A conversion of a caller's value that failed: our error, or an exception the value itself
+/// raised (an iterator's, a `__float__`'s), kept as it was.
+pub enum Bad {
+    Ours(Error),
+    Raised(PyErr),
+}
+
+impl From<Error> for Bad {
+    fn from(e: Error) -> Self {
+        Bad::Ours(e)
+    }
+}
+
+impl From<PyErr> for Bad {
+    fn from(e: PyErr) -> Self {
+        Bad::Raised(e)
+    }
+}
+
+impl From<Bad> for PyErr {
+    fn from(bad: Bad) -> PyErr {
+        match bad {
+            Bad::Ours(e) => e.into(),
+            Bad::Raised(e) => e,
+        }
+    }
 }
 
 /// Whether `e` is one of our exceptions (as opposed to one raised by the caller's own
@@ -146,30 +154,6 @@ pub fn located(py: Python<'_>, e: PyErr, at: At) -> PyErr {
         Ok::<_, PyErr>(PyErr::from_value(new))
     })();
     placed.unwrap_or_else(|err| err)
-}
-
-/// Our exception `e` as a core [`Error`] (its argument, reason and item), for a setting whose
-/// conversion failed and that is reported in its turn; `None` for another exception.
-pub fn core_of(py: Python<'_>, e: &PyErr) -> Option<Error> {
-    if !is_ours(py, e) {
-        return None;
-    }
-    let value = e.value(py);
-    let field = |name: &str| value.getattr(name).ok().filter(|v| !v.is_none());
-    let argument: String = field("argument")?.extract().ok()?;
-    let reason: String = field("reason")?.extract().ok()?;
-    let mut error = if e.is_instance_of::<PyTypeError>(py) {
-        Error::wrong_type(&argument, reason)
-    } else {
-        Error::invalid(&argument, reason)
-    };
-    if let Some(list) = field("list").and_then(|l| l.extract::<usize>().ok()) {
-        error = match field("rank").and_then(|r| r.extract::<usize>().ok()) {
-            Some(rank) if rank > 0 => error.at_item(list, rank - 1),
-            _ => error.for_list(list),
-        };
-    }
-    Some(error)
 }
 
 /// The key object of a key the core looked up itself (an int, a doc id).

@@ -14,9 +14,7 @@ use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::{At, Error};
 use crate::fusion::params;
-use crate::fusion::{
-    Caller, Firsts, Fusion, IdTable, Interned, Nothing, Plan, Rows, Scores, Trace, Workspace,
-};
+use crate::fusion::{Caller, Engine, Firsts, Fusion, Interned, Nothing, Plan, Rows, Scores};
 
 /// One query's input: its lists (tuples: they cannot change while the core reads them) and,
 /// per list, the caller's raw scores (only carried into traces).
@@ -198,13 +196,6 @@ impl Caller<Failed> for PyCaller<'_, '_> {
     }
 }
 
-/// The reusable state of a call: the engine's workspace, an id table, a trace buffer.
-pub struct Engine {
-    ws: Workspace,
-    table: IdTable,
-    trace: Trace,
-}
-
 /// Inputs below this many items are fused without releasing the GIL (releasing and taking it
 /// back costs more than the work), nor checking for signals.
 const DETACH_MIN_ITEMS: usize = 1 << 14;
@@ -213,36 +204,9 @@ const DETACH_MIN_ITEMS: usize = 1 << 14;
 /// built).
 const SIGNALS_EVERY: usize = 1 << 12;
 
-thread_local! {
-    /// Engines kept between calls on this thread (their buffers have grown already).
-    static ENGINES: std::cell::RefCell<Vec<Engine>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
+/// The Python face of the core's [`Engine`]: a query's Python lists fused, its page built as
+/// `Hit`s.
 impl Engine {
-    /// An engine of this thread's (a new one when none is free: a key's `__eq__` may call
-    /// `rrf` while an engine is in use).
-    pub fn take(trace: bool) -> Self {
-        let mut engine = ENGINES
-            .with(|e| e.borrow_mut().pop())
-            .unwrap_or_else(|| Engine {
-                ws: Workspace::default(),
-                table: IdTable::default(),
-                trace: Trace::default(),
-            });
-        engine.ws.set_trace(trace);
-        engine
-    }
-
-    /// Gives the engine back for the next call.
-    pub fn give_back(self) {
-        ENGINES.with(|e| {
-            let mut engines = e.borrow_mut();
-            if engines.len() < 4 {
-                engines.push(self);
-            }
-        });
-    }
-
     /// Fuses one query and builds its page; the engine goes back to the thread's either way.
     pub fn fuse_once<'py>(
         trace: bool,

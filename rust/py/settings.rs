@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
 
 use super::args::{as_tuple, flag, integer_setting, real};
-use super::errors::core_of;
+use super::errors::Bad;
 use crate::error::Problem;
 use crate::fusion::params::{Fusion, Given, Settings, RRF_SETTINGS, SETTINGS};
 
@@ -28,21 +28,24 @@ impl Converting {
         value: &Bound<'py, PyAny>,
         argument: &str,
         none_missing: bool,
-        convert: impl FnOnce(&Bound<'py, PyAny>, &mut Self) -> PyResult<T>,
+        convert: impl FnOnce(&Bound<'py, PyAny>, &mut Self) -> Result<T, Bad>,
     ) -> Given<T> {
         if none_missing && value.is_none() {
             return Given::Missing;
         }
         match convert(value, self) {
             Ok(v) => Given::Value(v),
-            Err(e) => Given::Bad(core_of(value.py(), &e).unwrap_or_else(|| {
+            Err(Bad::Ours(e)) => Given::Bad(e),
+            Err(Bad::Raised(e)) => {
                 self.raised.push(e);
-                Problem::Raised {
-                    argument: argument.to_owned(),
-                    index: self.raised.len() - 1,
-                }
-                .into()
-            })),
+                Given::Bad(
+                    Problem::Raised {
+                        argument: argument.to_owned(),
+                        index: self.raised.len() - 1,
+                    }
+                    .into(),
+                )
+            }
         }
     }
 
@@ -53,7 +56,7 @@ impl Converting {
         value: &Bound<'py, PyAny>,
         name: &str,
         exact: impl Fn(&Bound<'py, PyAny>) -> Option<T>,
-        convert: impl Fn(&Bound<'py, PyAny>, &str) -> PyResult<T>,
+        convert: impl Fn(&Bound<'py, PyAny>, &str) -> Result<T, Bad>,
     ) -> Given<Vec<Given<T>>> {
         self.given(value, name, true, |v, this| {
             let tuple = as_tuple(v, name)?;
@@ -77,7 +80,7 @@ impl Converting {
         value: &Bound<'py, PyAny>,
         name: &str,
         none_missing: bool,
-        convert: impl FnOnce(&Bound<'py, PyAny>, &str) -> PyResult<T>,
+        convert: impl FnOnce(&Bound<'py, PyAny>, &str) -> Result<T, Bad>,
     ) -> Given<T> {
         self.given(value, name, none_missing, |v, _| convert(v, name))
     }
