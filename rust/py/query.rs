@@ -207,20 +207,6 @@ const SIGNALS_EVERY: usize = 1 << 12;
 /// The Python face of the core's [`Engine`]: a query's Python lists fused, its page built as
 /// `Hit`s.
 impl Engine {
-    /// Fuses one query and builds its page; the engine goes back to the thread's either way.
-    pub fn fuse_once<'py>(
-        trace: bool,
-        py: Python<'py>,
-        query: &Query<'py>,
-        plan: &Plan,
-        boost: &Option<Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let mut engine = Engine::take(trace);
-        let out = engine.fuse(py, query, plan, boost, trace);
-        engine.give_back();
-        out
-    }
-
     /// Fuses one query and builds its page of hits. Exact-int keys run with the GIL released
     /// (when the input is large); any other keys are interned with the GIL held (their
     /// `__hash__`/`__eq__` are Python), then ranked with it released — or, with
@@ -439,10 +425,25 @@ fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
     err
 }
 
-/// `fusion(lists, scores, boost)`: one query fused, its inputs checked in order (the lists, the
-/// plan of their number, the scores, the boost). On an error, a large input's copies are freed
-/// on another thread so that the call raises at once (Ctrl-C, say).
+/// `fusion(lists, scores, boost)`: one query fused by an engine of this thread's.
 pub fn call<'py>(
+    py: Python<'py>,
+    fusion: &Fusion,
+    lists: &Bound<'py, PyAny>,
+    scores: Option<&Bound<'py, PyAny>>,
+    boost: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut engine = Engine::take(fusion.trace);
+    let out = fuse_query(&mut engine, py, fusion, lists, scores, boost);
+    engine.give_back();
+    out
+}
+
+/// One query fused by `engine`, its inputs checked in order (the lists, the plan of their
+/// number, the scores, the boost). On an error, a large input's copies are freed on another
+/// thread so that the call raises at once (Ctrl-C, say).
+fn fuse_query<'py>(
+    engine: &mut Engine,
     py: Python<'py>,
     fusion: &Fusion,
     lists: &Bound<'py, PyAny>,
@@ -453,11 +454,11 @@ pub fn call<'py>(
         lists: extract_lists(lists)?,
         raw_scores: Vec::new(),
     };
-    let fuse = |query: &mut Query<'py>| {
+    let mut fuse = |query: &mut Query<'py>| {
         let plan = fusion.plan(query.lists.len())?;
         query.raw_scores = extract_raw_scores(scores, &query.lists, &plan)?;
         let boost = extract_boost(boost, fusion)?;
-        Engine::fuse_once(fusion.trace, py, query, &plan, &boost)
+        engine.fuse(py, query, &plan, &boost, fusion.trace)
     };
     let out = fuse(&mut query);
     if out.is_err() && query.lists.iter().map(|l| l.len()).sum::<usize>() >= DETACH_MIN_ITEMS {
@@ -499,14 +500,9 @@ pub fn many<'py>(
         for (q, lists) in queries.iter().enumerate() {
             // Short fusions one after the other, the GIL held: signals are checked between them.
             py.check_signals()?;
-            let mut one = || {
-                let lists = extract_lists(&lists)?;
-                let plan = fusion.plan(lists.len())?;
-                let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
-                let raw_scores = extract_raw_scores(raw.as_ref(), &lists, &plan)?;
-                engine.fuse(py, &Query { lists, raw_scores }, &plan, &None, fusion.trace)
-            };
-            out.append(one().map_err(|e| located(py, e, At::Query(q)))?)?;
+            let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
+            let one = fuse_query(&mut engine, py, fusion, &lists, raw.as_ref(), None);
+            out.append(one.map_err(|e| located(py, e, At::Query(q)))?)?;
         }
         Ok::<_, PyErr>(())
     };
