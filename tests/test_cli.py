@@ -65,10 +65,10 @@ def parse_lines(text):
 def test_the_commands_choices_are_the_references_methods_and_norms():
     # The command takes its choices from the core (importing the reference would slow its
     # start); they must be the names the reference defines, in its order.
-    from rankfusion import _core, _reference
+    from rankfusion import _reference, _tables
 
-    assert tuple(_core.METHODS) == tuple(_reference.METHODS)
-    assert tuple(_core.NORMS) == _reference.NORMS
+    assert tuple(_tables.METHODS) == tuple(_reference.METHODS)
+    assert tuple(_tables.NORMS) == _reference.NORMS
 
 
 def test_the_command_does_not_import_the_reference_nor_numpy(tmp_path):

@@ -164,6 +164,16 @@ def test_the_core_method_table_is_the_references():
     assert [n for n, row in rf.NORMS.items() if not row.reads_scores] == list(ref.RANK_NORMS)
     with pytest.raises(TypeError):
         rf.METHODS["new"] = rf.METHODS["rrf"]  # type: ignore[index]
+    with pytest.raises(AttributeError, match="read-only"):
+        rf.METHODS["rrf"].k = 1  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="read-only"):
+        rf.METHODS["rrf"].name = "x"  # type: ignore[misc]
+    assert repr(rf.METHODS["wmnz"]) == (
+        "MethodInfo(name='wmnz', kind='score', term='v', "
+        'combine="S * sum of the present lists\' weights")'
+    )
+    assert repr(rf.NORMS["rank"]) == "NormInfo(name='rank', reads_scores=False)"
+    assert rf.MethodInfo.__module__ == "rankfusion"
 
 
 @pytest.mark.parametrize("module", [rf, ref], ids=["core", "reference"])

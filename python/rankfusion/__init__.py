@@ -18,14 +18,10 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
 from ._core import (
-    METHODS,
-    NORMS,
     BatchResult,
     Contribution,
     Fusion,
     Hit,
-    MethodInfo,
-    NormInfo,
     Revalidated,
     RevalidatedBatch,
     fuse,
@@ -37,6 +33,7 @@ from ._core import (
     rrf_batch,
     rrf_many,
 )
+from ._tables import METHODS, NORMS, MethodInfo, NormInfo
 from .errors import FusionError, FusionTypeError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -2,7 +2,6 @@
 
 import sys
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, Optional, TypedDict, final
 
 if sys.version_info >= (3, 11):
@@ -14,15 +13,13 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "METHODS",
-    "NORMS",
     "BatchResult",
     "Contribution",
     "Fusion",
     "Hit",
-    "MethodInfo",
-    "NormInfo",
     "_fusion",
+    "_METHOD_ROWS",
+    "_NORM_ROWS",
     "_parse_qrels",
     "_RunFile",
     "_Trace",
@@ -272,58 +269,10 @@ class Fusion:
 def _fusion(settings: Mapping[str, Any]) -> Fusion:
     """`Fusion(**settings)`, for pickle."""
 
-@final
-class MethodInfo:
-    """One row of `rankfusion.METHODS`: what a method reads, takes and computes."""
-
-    @property
-    def name(self) -> str:
-        """Its name (the `method` setting)."""
-    @property
-    def kind(self) -> str:
-        """ "rank" (its values come from the ranks) or "score" (from the lists' scores)."""
-    @property
-    def weighted(self) -> bool:
-        """Whether it takes `weights`."""
-    @property
-    def params(self) -> tuple[str, ...]:
-        """The parameters it takes besides the weights (`k`, `normalize`, `phi`, `gamma`, `sigma`)."""
-    @property
-    def norm(self) -> Optional[str]:
-        """The normalisation it applies itself (its `norm` is then refused), or None."""
-    @property
-    def fills(self) -> bool:
-        """Whether a list that does not hold a key still gives it a term."""
-    @property
-    def term(self) -> str:
-        """What one occurrence adds (`w` weight, `v` normalised value, `r` rank)."""
-    @property
-    def combine(self) -> str:
-        """How a key's terms become its score."""
-    @property
-    def anchor(self) -> str:
-        """Where the definition comes from."""
-    @property
-    def traced(self) -> bool:
-        """Whether `rankfusion.optimize` scores its settings from one traced fusion (a sum of
-        terms of one list's rank or value each, perhaps times a factor of the lists holding
-        the key).
-        """
-
-@final
-class NormInfo:
-    """One row of `rankfusion.NORMS`."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def reads_scores(self) -> bool:
-        """Whether it reads the lists' scores (`rank` and `borda` read the ranks only)."""
-
-METHODS: MappingProxyType[str, MethodInfo]
-"""The fusion methods by name (read-only)."""
-NORMS: MappingProxyType[str, NormInfo]
-"""The normalisations by name (read-only)."""
+_METHOD_ROWS: tuple[
+    tuple[str, str, bool, tuple[str, ...], Optional[str], bool, str, str, str, bool], ...
+]
+_NORM_ROWS: list[tuple[str, bool]]
 
 def rrf(
     lists: Iterable[Iterable[Hashable]],

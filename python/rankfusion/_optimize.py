@@ -54,7 +54,8 @@ from typing import (
 import numpy as np
 
 from . import _core, trec
-from ._core import METHODS, Fusion
+from ._core import Fusion
+from ._tables import METHODS
 from .errors import FusionError, FusionTypeError
 
 __all__ = ["DEFAULT_GRIDS", "MAX_SETTINGS", "FoldResult", "OptimizeResult", "optimize"]

@@ -160,7 +160,7 @@ def _flags(text: str) -> List[bool]:
 
 
 def _add_fusion_options(parser: argparse.ArgumentParser) -> None:
-    from ._core import METHODS, NORMS
+    from ._tables import METHODS, NORMS
 
     parser.add_argument(
         "runs",
@@ -392,7 +392,7 @@ def _grid_option(text: str) -> Tuple[str, Optional[List[Any]]]:
 
 
 def _add_optimize_options(parser: argparse.ArgumentParser) -> None:
-    from ._core import METHODS, NORMS
+    from ._tables import METHODS, NORMS
 
     parser.add_argument(
         "runs",
@@ -1068,7 +1068,7 @@ def _fmt(x: Optional[float]) -> str:
 def _formula(method: str) -> str:
     """How ``method`` makes each run's term and a doc's score, in ``METHODS``' own words (a new
     method brings its line with its row), for explain's header and ``explain --help``."""
-    from ._core import METHODS
+    from ._tables import METHODS
 
     info = METHODS[method]
     own = f" ({info.norm})" if info.norm else ""
@@ -1077,7 +1077,7 @@ def _formula(method: str) -> str:
 
 def _formulas_text() -> str:
     """Each method's term and score, for ``explain --help``."""
-    from ._core import METHODS
+    from ._tables import METHODS
 
     width = max(map(len, METHODS))
     lines = ["each run's term and the fused score, by --method:"]

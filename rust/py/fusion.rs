@@ -414,93 +414,30 @@ pub fn fusion_arg(value: &Bound<'_, PyAny>) -> PyResult<core::Fusion> {
     }
 }
 
-/// One row of `rankfusion.METHODS`: what a method reads, takes and computes.
-#[pyclass(frozen, get_all, module = "rankfusion", name = "MethodInfo")]
-pub struct PyMethodInfo {
-    /// Its name (the `method` setting).
-    name: &'static str,
-    /// "rank" (its values come from the ranks) or "score" (from the lists' scores).
-    kind: &'static str,
-    /// Whether it takes `weights`.
-    weighted: bool,
-    /// The parameters it takes besides the weights (`k`, `normalize`, `phi`, `gamma`, `sigma`).
-    params: Py<PyTuple>,
-    /// The normalisation it applies itself (its `norm` is then refused), or None.
-    norm: Option<&'static str>,
-    /// Whether a list that does not hold a key still gives it a term.
-    fills: bool,
-    /// What one occurrence adds (`w` weight, `v` normalised value, `r` rank).
-    term: &'static str,
-    /// How a key's terms become its score.
-    combine: &'static str,
-    /// Where the definition comes from.
-    anchor: &'static str,
-    /// Whether `rankfusion.optimize` scores its settings from one traced fusion (a sum of
-    /// terms of one list's rank or value each, perhaps times a factor of the lists holding
-    /// the key).
-    traced: bool,
-}
-
-#[pymethods]
-impl PyMethodInfo {
-    fn __repr__(&self) -> String {
-        format!(
-            "MethodInfo(name='{}', kind='{}', term='{}', combine='{}')",
-            self.name, self.kind, self.term, self.combine
-        )
-    }
-}
-
-/// One row of `rankfusion.NORMS`.
-#[pyclass(frozen, get_all, module = "rankfusion", name = "NormInfo")]
-pub struct PyNormInfo {
-    name: &'static str,
-    /// Whether it reads the lists' scores (`rank` and `borda` read the ranks only).
-    reads_scores: bool,
-}
-
-#[pymethods]
-impl PyNormInfo {
-    fn __repr__(&self) -> String {
-        format!(
-            "NormInfo(name='{}', reads_scores={})",
-            self.name,
-            if self.reads_scores { "True" } else { "False" }
-        )
-    }
-}
-
-/// `METHODS` and `NORMS`: the core's tables as read-only mappings name -> row.
+/// The core's tables, from which `rankfusion._tables` makes `METHODS` and `NORMS`: a row per
+/// method (name, kind, weighted, params, own norm, fills, term, combine, anchor, traced) and per
+/// normalisation (name, reads_scores).
 pub fn register_tables(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    let proxy = py.import("types")?.getattr("MappingProxyType")?;
-    let methods = PyDict::new(py);
+    let methods = PyList::empty(py);
     for info in core::METHODS {
-        let row = PyMethodInfo {
-            name: info.name,
-            kind: info.kind.name(),
-            weighted: info.weighted,
-            params: PyTuple::new(py, info.params.iter().map(|p| p.name()))?.unbind(),
-            norm: info.own_norm.map(|n| n.name()),
-            fills: info.fills,
-            term: info.term.formula(),
-            combine: info.combine.formula(),
-            anchor: info.anchor,
-            traced: info.method.scored_from_trace(),
-        };
-        methods.set_item(info.name, Bound::new(py, row)?)?;
+        methods.append((
+            info.name,
+            info.kind.name(),
+            info.weighted,
+            PyTuple::new(py, info.params.iter().map(|p| p.name()))?,
+            info.own_norm.map(|n| n.name()),
+            info.fills,
+            info.term.formula(),
+            info.combine.formula(),
+            info.anchor,
+            info.method.scored_from_trace(),
+        ))?;
     }
-    let norms = PyDict::new(py);
-    for info in core::NORMS {
-        let row = PyNormInfo {
-            name: info.name,
-            reads_scores: info.reads_scores,
-        };
-        norms.set_item(info.name, Bound::new(py, row)?)?;
-    }
-    m.add_class::<PyMethodInfo>()?;
-    m.add_class::<PyNormInfo>()?;
-    m.add("METHODS", proxy.call1((methods,))?)?;
-    m.add("NORMS", proxy.call1((norms,))?)?;
-    Ok(())
+    let norms: Vec<_> = core::NORMS
+        .iter()
+        .map(|info| (info.name, info.reads_scores))
+        .collect();
+    m.add("_METHOD_ROWS", methods.to_tuple())?;
+    m.add("_NORM_ROWS", norms)
 }
