@@ -222,7 +222,7 @@ fn own_tuple_len(py: Python<'_>, object: &Py<PyAny>) -> usize {
     }
 }
 
-/// Frees `items` on a Python daemon thread, a slice at a time, so that the caller can raise at
+/// Frees `items` on a Python daemon thread (`rankfusion._free`), a slice at a time, so that the caller can raise at
 /// once. The thread starts freeing a tenth of a second later (once the interrupted call has
 /// returned); between two slices the interpreter hands the GIL to the other threads, so the
 /// main thread waits at most a switch interval (5 ms). Freed here, at once, when no thread can
@@ -231,20 +231,7 @@ fn own_tuple_len(py: Python<'_>, object: &Py<PyAny>) -> usize {
 pub fn free_later(py: Python<'_>, items: Vec<Py<PyAny>>) {
     static START: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let start = START.get_or_try_init(py, || {
-        let code = c"import threading
-import time
-
-def _free(garbage):
-    time.sleep(0.1)  # the interrupted call returns first
-    # Python code between two slices: the interpreter may switch threads there.
-    while garbage.free_some():
-        pass
-
-def start(garbage):
-    threading.Thread(target=_free, args=(garbage,), name='rankfusion-free', daemon=True).start()
-";
-        let module = PyModule::from_code(py, code, c"rankfusion/_free.py", c"rankfusion._free")?;
-        PyResult::Ok(module.getattr("start")?.unbind())
+        PyResult::Ok(py.import("rankfusion._free")?.getattr("start")?.unbind())
     });
     let garbage = Garbage {
         pile: Mutex::new(Pile { items, left: None }),
