@@ -12,6 +12,8 @@ import copy
 import decimal
 import fractions
 import pickle
+import subprocess
+import sys
 import types
 
 import numpy as np
@@ -489,3 +491,34 @@ def test_type_docstrings_say_what_the_types_are():
     assert rf.BatchResult.counts.__doc__ == "(Q,) int64: the number of real hits of each row."
     for cls in FIELDS:
         assert cls.__module__ == "rankfusion._core" and cls.__qualname__ == cls.__name__
+
+
+def test_the_core_makes_a_result_as_told_and_only_of_a_result_type():
+    from rankfusion import _core
+
+    hit = _core._result(rf.Hit, ["k", 1])  # unchecked: the score stays an int
+    assert tuple(hit) == ("k", 1) and hit.contributions is None and type(hit.score) is int
+    assert tuple(_core._result(rf.Contribution, iter([0]))) == (0, None, None, None, None)
+    with pytest.raises(TypeError, match="is not a result type"):
+        _core._result(tuple, [1, 2])
+    with pytest.raises(TypeError, match="Revalidated has 3 fields, not 4"):
+        _core._result(rf.Revalidated, [1, 2, 3, 4])
+
+
+def test_a_result_type_without_its_constructor_refuses_to_make_instances():
+    # Until rankfusion._results has given the types their constructor, tuple's (which would make
+    # an instance without room for the fields after the tuple's) is not theirs.
+    code = (
+        "import sys, types\n"
+        "sys.modules['rankfusion._results'] = types.ModuleType('rankfusion._results')\n"
+        "import rankfusion\n"
+        "try:\n"
+        "    rankfusion.Hit('a', 1.0)\n"
+        "except TypeError as e:\n"
+        "    print(e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "the result types are made by rankfusion's constructors (import rankfusion)\n"
+    )
