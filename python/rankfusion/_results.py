@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Sequence
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _core
 from .errors import FusionError, FusionTypeError
@@ -156,22 +156,33 @@ def _batch_shapes(names: Tuple[str, ...], fields: List[Any]) -> None:
 # === The types ====================================================================================
 
 
-class _Field(NamedTuple):
-    name: str
-    check: Callable[[Any, str], Any]
-    # May be None (and is when not given).
-    optional: bool = False
+# (Plain classes: a NamedTuple costs a compilation at import, a millisecond for two.)
 
 
-class _Face(NamedTuple):
-    """What this module gives a type."""
+class _Field:
+    """A field: its name, its check, and whether it may be None (and is when not given)."""
 
-    doc: str
-    fields: Tuple[_Field, ...]
-    # to_dict's docstring; None for no to_dict (a batch result's arrays are not plain data)
-    to_dict: Optional[str] = None
-    # whether the constructor checks the arrays' shapes (`_batch_shapes`)
-    shapes: bool = False
+    __slots__ = ("name", "check", "optional")
+
+    def __init__(self, name: str, check: Callable[[Any, str], Any], optional: bool = False):
+        self.name, self.check, self.optional = name, check, optional
+
+
+class _Face:
+    """What this module gives a type: its docstring, its fields, ``to_dict``'s docstring (None
+    for no ``to_dict``: a batch result's arrays are not plain data) and whether its constructor
+    checks the arrays' shapes (``_batch_shapes``)."""
+
+    __slots__ = ("doc", "fields", "to_dict", "shapes")
+
+    def __init__(
+        self,
+        doc: str,
+        fields: Tuple[_Field, ...],
+        to_dict: Optional[str] = None,
+        shapes: bool = False,
+    ):
+        self.doc, self.fields, self.to_dict, self.shapes = doc, fields, to_dict, shapes
 
 
 _BATCH_ARRAYS = (
