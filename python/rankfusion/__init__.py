@@ -17,6 +17,7 @@ the ``rankfusion`` command) stays quick.
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
+from . import _results  # noqa: F401 -- the result types' constructors, repr, to_dict
 from ._core import (
     BatchResult,
     Contribution,

@@ -119,6 +119,13 @@ class Hit(tuple[Any, float]):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data: ``key``, ``score`` and, when traced, the rest of the trace."""
 
+__all__ += ["_result"]
+
+def _result(cls: type[Any], fields: Iterable[Any]) -> Any:
+    """The result of type `cls` (a result type) with these fields, as they are: the checked
+    constructor's last step (`Hit(...)`, rankfusion/_results.py). Fields left out are None.
+    """
+
 class _RRFSettings(TypedDict, total=False):
     """The settings of the RRF functions (``rrf``, ``rrf_batch``, ``rrf_many``): see ``Fusion``."""
 
@@ -322,7 +329,8 @@ class Revalidated(tuple[Any, Any, float]):
     def score(self) -> float:
         """The candidate's score, as given."""
     def __new__(cls, id: Any, record: Any, score: float) -> Revalidated: ...
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: ``id``, ``record`` and ``score``."""
 
 @final
 class RevalidatedBatch(tuple[Any, Any, Any]):

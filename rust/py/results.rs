@@ -2,12 +2,12 @@
 //! (`PyType_FromSpecWithBases`). A type's first fields are its tuple (`Hit` unpacks as
 //! `key, score`, compares and hashes as that tuple); the others are stored after them and are
 //! attributes only (`Hit.contributions`). Every field is a read-only attribute. Cheap to create
-//! and free (a pyclass costs several times more per object), immutable, picklable, with a
-//! useful repr.
+//! and free (a pyclass costs several times more per object), immutable.
 //!
-//! Each type also gets a checked constructor (`Hit(key, score, contributions=None)`: a field of
-//! the wrong kind is a TypeError or ValueError naming it), `__reduce__` through it, and, where
-//! the data are plain, `to_dict()`.
+//! What is called on them from Python (the checked constructor `Hit(key, score, ...)`,
+//! `__reduce__`, `__repr__`, `to_dict()`) and their docstrings are `rankfusion/_results.py`'s,
+//! which makes its instances with [`_result`]; the core makes its own with [`Spec::make`] and
+//! [`Spec::make_array`].
 
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
@@ -17,53 +17,23 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCFunction, PyDict, PyFloat, PyList, PyTuple, PyType};
+use pyo3::types::{PyTuple, PyType};
 
-use super::args::{describe, integer, real};
-use super::keys::hashable_type;
-
-/// What a field may hold, checked by the constructor.
-#[derive(Clone, Copy)]
-enum Kind {
-    Any,
-    Hashable,
-    /// A real number, stored as a float.
-    Real,
-    /// An int >= the minimum.
-    Count(i64),
-    /// A tuple of instances of this struct type.
-    TupleOf(&'static Spec),
-    /// A numpy array of this dtype and number of dimensions.
-    Array(&'static str, usize),
-}
-
+/// A field: its name and its getter's docstring.
 struct Field {
     name: &'static CStr,
     doc: &'static CStr,
-    kind: Kind,
-    /// May be None (and is by default when not given).
-    optional: bool,
 }
 
-const fn field(name: &'static CStr, doc: &'static CStr, kind: Kind, optional: bool) -> Field {
-    Field {
-        name,
-        doc,
-        kind,
-        optional,
-    }
+const fn field(name: &'static CStr, doc: &'static CStr) -> Field {
+    Field { name, doc }
 }
 
-/// A struct type: its name, doc, fields and how many of them are its tuple.
+/// A struct type: its name, fields and how many of them are its tuple.
 pub struct Spec {
     name: &'static CStr,
-    doc: &'static CStr,
     fields: &'static [Field],
     visible: usize,
-    /// Whether it has `to_dict()`.
-    plain: bool,
-    /// Cross-field checks of the constructor (shapes).
-    check: fn(&[Bound<'_, PyAny>]) -> PyResult<()>,
     ty: PyOnceLock<Py<PyType>>,
     /// The type, for the slots (which run without a `Python` token).
     type_ptr: AtomicPtr<ffi::PyTypeObject>,
@@ -110,233 +80,114 @@ impl FreeList {
 /// The most freed instances kept per type.
 const FREE_MAX: usize = 2048;
 
-fn no_check(_: &[Bound<'_, PyAny>]) -> PyResult<()> {
-    Ok(())
+const fn spec(name: &'static CStr, fields: &'static [Field], visible: usize) -> Spec {
+    Spec {
+        name,
+        fields,
+        visible,
+        ty: PyOnceLock::new(),
+        type_ptr: AtomicPtr::new(std::ptr::null_mut()),
+        free: FreeList::new(),
+    }
 }
 
-pub static CONTRIBUTION: Spec = Spec {
-    name: c"Contribution",
-    doc: c"What one list gave a hit: the tuple `(list_index, rank, weight, contribution, \
-           score)`.\n\n\
-           `rank` is the 1-based position in list `list_index` (0 for a list that does not hold \
-           the\nkey but still gives it a value: borda's unranked share, a mean's zero); `score` \
-           the list's\nraw score (None where unknown) and `normalized` (an attribute, not \
-           unpacked) what the\nmethod's normalisation made of it. `Contribution(list_index, \
-           rank, weight, contribution,\nscore=None, normalized=None)` checks them (list_index \
-           an int >= 0, rank an int >= 0, the\nothers reals).",
-    fields: &[
-        field(c"list_index", c"The list (0-based).", Kind::Count(0), false),
+pub static CONTRIBUTION: Spec = spec(
+    c"Contribution",
+    &[
+        field(c"list_index", c"The list (0-based)."),
         field(
             c"rank",
             c"The 1-based rank in that list, 0 when the key is not in it.",
-            Kind::Count(0),
-            false,
         ),
-        field(c"weight", c"The list's weight.", Kind::Real, false),
+        field(c"weight", c"The list's weight."),
         field(
             c"contribution",
             c"The term the method adds (RRF: weight / (k + rank)).",
-            Kind::Real,
-            false,
         ),
         field(
             c"score",
             c"The list's own raw score for this item, when `scores=` was passed, else None.",
-            Kind::Real,
-            true,
         ),
         field(
             c"normalized",
             c"The value the normalisation gave it (score-based methods), else None.",
-            Kind::Real,
-            true,
         ),
     ],
-    visible: 5,
-    plain: true,
-    check: no_check,
-    ty: PyOnceLock::new(),
-    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: FreeList::new(),
-};
+    5,
+);
 
-pub static HIT: Spec = Spec {
-    name: c"Hit",
-    doc: c"A fused hit: the tuple `(key, score)`; its trace (`contributions`, `factor`, \
-           `divisor`,\n`boost`) is None unless `trace=True`.\n\n\
-           `Hit(key, score, contributions=None, factor=None, divisor=None, boost=None)` checks \
-           its\nfields (a hashable key, real score/factor/divisor/boost, a tuple of \
-           Contribution).",
-    fields: &[
-        field(
-            c"key",
-            c"The key, as first met in the lists.",
-            Kind::Hashable,
-            false,
-        ),
-        field(c"score", c"The fused score.", Kind::Real, false),
+pub static HIT: Spec = spec(
+    c"Hit",
+    &[
+        field(c"key", c"The key, as first met in the lists."),
+        field(c"score", c"The fused score."),
         field(
             c"contributions",
             c"The key's `Contribution`s by list then rank, with trace=True.",
-            Kind::TupleOf(&CONTRIBUTION),
-            true,
         ),
         field(
             c"factor",
             c"What the method multiplied the sum of the contributions by (mnz's |present|, ...).",
-            Kind::Real,
-            true,
         ),
         field(
             c"divisor",
             c"What the method divided it by (anz's |present|, a mean's weight sum, ...).",
-            Kind::Real,
-            true,
         ),
         field(
             c"boost",
             c"What the boost added (`boost_weight * (v - min) / (max - min)`).",
-            Kind::Real,
-            true,
         ),
     ],
-    visible: 2,
-    plain: true,
-    check: no_check,
-    ty: PyOnceLock::new(),
-    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: FreeList::new(),
-};
+    2,
+);
 
-pub static REVALIDATED: Spec = Spec {
-    name: c"Revalidated",
-    doc: c"A live candidate: the tuple `(id, record, score)`.",
-    fields: &[
-        field(c"id", c"The candidate's id.", Kind::Hashable, false),
-        field(
-            c"record",
-            c"The live record the lookup returned.",
-            Kind::Any,
-            false,
-        ),
-        field(
-            c"score",
-            c"The candidate's score, as given.",
-            Kind::Real,
-            false,
-        ),
+pub static REVALIDATED: Spec = spec(
+    c"Revalidated",
+    &[
+        field(c"id", c"The candidate's id."),
+        field(c"record", c"The live record the lookup returned."),
+        field(c"score", c"The candidate's score, as given."),
     ],
-    visible: 3,
-    plain: true,
-    check: no_check,
-    ty: PyOnceLock::new(),
-    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: FreeList::new(),
-};
+    3,
+);
 
-/// The shapes of a batch result's arrays (`crate::batch::check_result_shapes`).
-fn batch_shapes(fields: &[Bound<'_, PyAny>]) -> PyResult<()> {
-    let shapes = fields
-        .iter()
-        .map(|f| match f.is_none() {
-            true => Ok(None),
-            false => f.getattr("shape")?.extract::<Vec<usize>>().map(Some),
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    let shape = |i: usize| shapes[i].as_deref().unwrap_or_default();
-    let traced: Vec<(&str, &[usize])> = (3..fields.len())
-        .filter_map(|i| {
-            Some((
-                BATCH_RESULT.fields[i].name.to_str().ok()?,
-                shapes[i].as_deref()?,
-            ))
-        })
-        .collect();
-    crate::batch::check_result_shapes(shape(0), shape(1), shape(2), &traced)
-        .map_err(PyValueError::new_err)
-}
-
-pub static BATCH_RESULT: Spec = Spec {
-    name: c"BatchResult",
-    doc: c"The result of `rrf_batch`, `fuse_batch` and `Fusion.batch`: the tuple `(ids, scores, \
-           counts)`; `ranks`, `contributions` and `normalized` (attributes, not unpacked) are \
-           (Q, W, L) arrays with trace=True, else None.",
-    fields: &[
-        field(
-            c"ids",
-            c"(Q, W) int64, padded with the pad value.",
-            Kind::Array("int64", 2),
-            false,
-        ),
-        field(
-            c"scores",
-            c"(Q, W) float64, padded with NaN.",
-            Kind::Array("float64", 2),
-            false,
-        ),
+pub static BATCH_RESULT: Spec = spec(
+    c"BatchResult",
+    &[
+        field(c"ids", c"(Q, W) int64, padded with the pad value."),
+        field(c"scores", c"(Q, W) float64, padded with NaN."),
         field(
             c"counts",
             c"(Q,) int64: the number of real hits of each row.",
-            Kind::Array("int64", 1),
-            false,
         ),
         field(
             c"ranks",
             c"(Q, W, L) int32 with trace=True: the hit's best rank in list l, 0 where absent.",
-            Kind::Array("int32", 3),
-            true,
         ),
         field(
             c"contributions",
             c"(Q, W, L) float64 with trace=True: the hit's contribution from list l, 0.0 where absent.",
-            Kind::Array("float64", 3),
-            true,
         ),
         field(
             c"normalized",
             c"(Q, W, L) float64 with fuse_batch's trace: the hit's normalised value in list l.",
-            Kind::Array("float64", 3),
-            true,
         ),
     ],
-    visible: 3,
-    plain: false,
-    check: batch_shapes,
-    ty: PyOnceLock::new(),
-    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: FreeList::new(),
-};
+    3,
+);
 
-pub static REVALIDATED_BATCH: Spec = Spec {
-    name: c"RevalidatedBatch",
-    doc: c"The live candidates of a batch: the tuple `(ids, scores, counts)`.",
-    fields: &[
-        field(
-            c"ids",
-            c"(Q, W) int64, padded with the pad value.",
-            Kind::Array("int64", 2),
-            false,
-        ),
-        field(
-            c"scores",
-            c"(Q, W) float64, padded with NaN.",
-            Kind::Array("float64", 2),
-            false,
-        ),
+pub static REVALIDATED_BATCH: Spec = spec(
+    c"RevalidatedBatch",
+    &[
+        field(c"ids", c"(Q, W) int64, padded with the pad value."),
+        field(c"scores", c"(Q, W) float64, padded with NaN."),
         field(
             c"counts",
             c"(Q,) int64: the live candidates kept in each row.",
-            Kind::Array("int64", 1),
-            false,
         ),
     ],
-    visible: 3,
-    plain: false,
-    check: batch_shapes,
-    ty: PyOnceLock::new(),
-    type_ptr: AtomicPtr::new(std::ptr::null_mut()),
-    free: FreeList::new(),
-};
+    3,
+);
 
 pub static SPECS: [&Spec; 5] = [
     &CONTRIBUTION,
@@ -388,7 +239,7 @@ impl Spec {
         let slot = |slot, pfunc: *mut std::ffi::c_void| ffi::PyType_Slot { slot, pfunc };
         // The type keeps pointers into its spec: they live as long as the process.
         let slots: &'static mut [ffi::PyType_Slot] = vec![
-            slot(ffi::Py_tp_doc, self.doc.as_ptr() as *mut _),
+            slot(ffi::Py_tp_new, not_ready as *mut _),
             slot(ffi::Py_tp_getset, getset.leak().as_mut_ptr().cast()),
             slot(ffi::Py_tp_dealloc, dealloc as *mut _),
             slot(ffi::Py_tp_traverse, traverse as *mut _),
@@ -417,54 +268,7 @@ impl Spec {
                 .cast_into::<PyType>()?
         };
         self.type_ptr.store(ty.as_ptr().cast(), Ordering::Release);
-        ty.setattr("__module__", "rankfusion._core")?;
-        let partialmethod = py.import("functools")?.getattr("partialmethod")?;
-        let staticmethod = py.import("builtins")?.getattr("staticmethod")?;
-        let new = PyCFunction::new_closure(py, None, None, move |args, kwargs| {
-            construct(self, args, kwargs).map(Bound::unbind)
-        })?;
-        ty.setattr("__new__", staticmethod.call1((new,))?)?;
-        let reduce = PyCFunction::new_closure(py, None, None, move |args, _| {
-            let obj = args.get_item(0)?;
-            let values = self.values(&obj)?;
-            let reduced = (obj.get_type(), PyTuple::new(args.py(), values)?);
-            Ok::<_, PyErr>(reduced.into_pyobject(args.py())?.unbind())
-        })?;
-        ty.setattr("__reduce__", partialmethod.call1((reduce,))?)?;
-        let repr = PyCFunction::new_closure(py, None, None, move |args, _| {
-            let obj = args.get_item(0)?;
-            let mut shown = Vec::new();
-            for (i, (f, value)) in self.fields.iter().zip(self.values(&obj)?).enumerate() {
-                if i < self.visible || !value.is_none() {
-                    shown.push(format!(
-                        "{}={}",
-                        f.name.to_str().unwrap_or_default(),
-                        value.repr()?
-                    ));
-                }
-            }
-            Ok::<_, PyErr>(format!(
-                "{}({})",
-                self.name.to_str().unwrap_or_default(),
-                shown.join(", ")
-            ))
-        })?;
-        ty.setattr("__repr__", partialmethod.call1((repr,))?)?;
-        if self.plain {
-            let to_dict = PyCFunction::new_closure(py, None, None, move |args, _| {
-                to_dict(self, &args.get_item(0)?).map(Bound::unbind)
-            })?;
-            ty.setattr("to_dict", partialmethod.call1((to_dict,))?)?;
-        }
         Ok(ty.unbind())
-    }
-
-    /// Every field of `obj` (an instance), in order.
-    fn values<'py>(&self, obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.fields
-            .iter()
-            .map(|f| obj.getattr(f.name.to_str().unwrap_or_default()))
-            .collect()
     }
 
     /// A new instance from its fields (trusted: the core's own results); missing trailing
@@ -780,143 +584,50 @@ unsafe extern "C" fn hash(obj: *mut ffi::PyObject) -> ffi::Py_hash_t {
     h
 }
 
-/// The checked constructor: `Type(field, ..., optional=None, ...)`.
-fn construct<'py>(
-    spec: &'static Spec,
-    args: &Bound<'py, PyTuple>,
-    kwargs: Option<&Bound<'py, PyDict>>,
+/// tp_new until `rankfusion._results` gives the type its constructor (`__new__`): tuple's would
+/// make an instance without room for the fields after the tuple's.
+///
+/// # Safety
+/// Called by Python, GIL held.
+unsafe extern "C" fn not_ready(
+    _: *mut ffi::PyTypeObject,
+    _: *mut ffi::PyObject,
+    _: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    ffi::PyErr_SetString(
+        ffi::PyExc_TypeError,
+        c"the result types are made by rankfusion's constructors (import rankfusion)".as_ptr(),
+    );
+    std::ptr::null_mut()
+}
+
+/// The result of type `cls` (a result type) with these fields, as they are: the checked
+/// constructor's last step (`Hit(...)`, rankfusion/_results.py). Fields left out are None.
+#[pyfunction]
+fn _result<'py>(
+    cls: &Bound<'py, PyType>,
+    fields: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let py = args.py();
-    let name = spec.name.to_str().unwrap_or_default();
-    // args[0] is the class (a staticmethod __new__).
-    let given: Vec<Bound<'py, PyAny>> = args.iter().skip(1).collect();
-    if given.len() > spec.fields.len() {
+    let py = cls.py();
+    let Some(spec) = SPECS
+        .iter()
+        .find(|s| s.type_ptr.load(Ordering::Acquire) == cls.as_ptr().cast())
+    else {
         return Err(PyTypeError::new_err(format!(
-            "{name}() takes at most {} arguments ({} given)",
+            "{} is not a result type",
+            cls.repr()?
+        )));
+    };
+    let fields = fields.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+    if fields.len() > spec.fields.len() {
+        return Err(PyTypeError::new_err(format!(
+            "{} has {} fields, not {}",
+            spec.name.to_str().unwrap_or_default(),
             spec.fields.len(),
-            given.len()
+            fields.len()
         )));
     }
-    let mut values = Vec::with_capacity(spec.fields.len());
-    for (i, f) in spec.fields.iter().enumerate() {
-        let field = f.name.to_str().unwrap_or_default();
-        let keyword = kwargs.map(|k| k.get_item(field)).transpose()?.flatten();
-        let value = match (given.get(i), keyword) {
-            (Some(_), Some(_)) => {
-                return Err(PyTypeError::new_err(format!(
-                    "{name}() got multiple values for argument '{field}'"
-                )))
-            }
-            (Some(v), None) => v.clone(),
-            (None, Some(v)) => v,
-            (None, None) if f.optional => py.None().into_bound(py),
-            (None, None) => {
-                return Err(PyTypeError::new_err(format!(
-                    "{name}() missing required argument '{field}'"
-                )))
-            }
-        };
-        values.push(checked(py, name, field, f, value)?);
-    }
-    if let Some(k) = kwargs {
-        for key in k.keys() {
-            let key: String = key.extract()?;
-            if !spec
-                .fields
-                .iter()
-                .any(|f| f.name.to_str() == Ok(key.as_str()))
-            {
-                return Err(PyTypeError::new_err(format!(
-                    "{name}() got an unexpected keyword argument '{key}'"
-                )));
-            }
-        }
-    }
-    (spec.check)(&values)?;
-    spec.make(py, values)
-}
-
-/// A constructor argument, checked against its field's kind (floats converted).
-fn checked<'py>(
-    py: Python<'py>,
-    type_name: &str,
-    field: &str,
-    f: &Field,
-    value: Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    if f.optional && value.is_none() {
-        return Ok(value);
-    }
-    let name = format!("{type_name}.{field}");
-    match f.kind {
-        Kind::Any => Ok(value),
-        Kind::Hashable => {
-            if value.is_instance(hashable_type(py)?)? {
-                Ok(value)
-            } else {
-                Err(PyTypeError::new_err(format!(
-                    "{name} must be hashable, got {}",
-                    describe(&value)
-                )))
-            }
-        }
-        Kind::Real => Ok(PyFloat::new(py, real(&value, &name)?).into_any()),
-        Kind::Count(minimum) => {
-            integer(&value, &name, minimum)?;
-            Ok(value)
-        }
-        Kind::TupleOf(item) => {
-            let items = super::args::as_tuple(&value, &name)?;
-            let ty = item.ty(py)?;
-            for (i, x) in items.iter().enumerate() {
-                if !x.is_exact_instance(&ty) {
-                    return Err(PyTypeError::new_err(format!(
-                        "{name}[{i}] must be a {}, got {}",
-                        item.name.to_str().unwrap_or_default(),
-                        describe(&x)
-                    )));
-                }
-            }
-            Ok(items.into_any())
-        }
-        Kind::Array(dtype, ndim) => {
-            let ok = value.hasattr("dtype")?
-                && value.getattr("dtype")?.str()?.to_cow()? == dtype
-                && value.getattr("ndim")?.extract::<usize>()? == ndim
-                && value.get_type().name()?.to_cow()? == "ndarray";
-            if ok {
-                Ok(value)
-            } else {
-                Err(PyTypeError::new_err(format!(
-                    "{name} must be a {ndim}-D {dtype} numpy array, got {}",
-                    describe(&value)
-                )))
-            }
-        }
-    }
-}
-
-/// Plain data: every field by name, None optional fields left out, nested results as dicts.
-fn to_dict<'py>(spec: &'static Spec, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-    let py = obj.py();
-    let d = PyDict::new(py);
-    for (f, value) in spec.fields.iter().zip(spec.values(obj)?) {
-        if f.optional && value.is_none() {
-            continue;
-        }
-        let name = f.name.to_str().unwrap_or_default();
-        match f.kind {
-            Kind::TupleOf(_) => {
-                let items = PyList::empty(py);
-                for x in value.try_iter()? {
-                    items.append(x?.call_method0("to_dict")?)?;
-                }
-                d.set_item(name, items)?;
-            }
-            _ => d.set_item(name, value)?,
-        }
-    }
-    Ok(d)
+    spec.make(py, fields)
 }
 
 /// Adds every result type to the module.
@@ -924,5 +635,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for spec in SPECS {
         m.add(spec.name.to_str().unwrap_or_default(), spec.ty(m.py())?)?;
     }
-    Ok(())
+    m.add_function(wrap_pyfunction!(_result, m)?)
 }
