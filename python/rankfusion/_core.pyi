@@ -119,11 +119,32 @@ class Hit(tuple[Any, float]):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data: ``key``, ``score`` and, when traced, the rest of the trace."""
 
-__all__ += ["_result"]
+__all__ += ["_result", "_real", "_count", "_tuple", "_result_shapes"]
 
 def _result(cls: type[Any], fields: Iterable[Any]) -> Any:
     """The result of type `cls` (a result type) with these fields, as they are: the checked
     constructor's last step (`Hit(...)`, rankfusion/_results.py). Fields left out are None.
+    """
+
+def _real(value: Any, name: str) -> float:
+    """A real field of a result (`Hit.score`) as a float: the binding's conversion of a real, for
+    the constructors of rankfusion/_results.py.
+    """
+
+def _count(value: Any, name: str) -> Any:
+    """A count field of a result (`Contribution.rank`): an int >= 0, kept as given."""
+
+def _tuple(value: Any, name: str) -> tuple[Any, ...]:
+    """A tuple field of a result (`Hit.contributions`): any iterable but a str, as a tuple."""
+
+def _result_shapes(
+    ids: Sequence[int],
+    scores: Sequence[int],
+    counts: Sequence[int],
+    traced: Sequence[tuple[str, Sequence[int]]],
+) -> None:
+    """The shapes of a batch result's arrays, as `crate::batch::check_result_shapes` checks them
+    (`traced`: (name, shape) of each trace array given).
     """
 
 class _RRFSettings(TypedDict, total=False):

@@ -19,11 +19,10 @@ what is called on it from Python:
 from __future__ import annotations
 
 import operator
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _core
-from .errors import FusionError, FusionTypeError
 
 __all__: List[str] = []
 
@@ -52,65 +51,18 @@ def _hashable(value: Any, name: str) -> Any:
     raise TypeError(f"{name} must be hashable, got {_describe(value)}")
 
 
-def _real(value: Any, name: str) -> float:
-    """A real number (int, float, numpy scalar, Fraction...; not bool) as a float; NaN and the
-    infinities kept, a number beyond float64 a FusionError."""
-    if type(value) is float:
-        return value
-    if type(value) is not int:
-        import numbers  # (imported by the first real that is neither a float nor an int)
-
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise FusionTypeError(f"{name} must be a real number, got {_describe(value)}", name)
-    try:
-        return float(value)
-    except OverflowError:
-        raise FusionError(f"{name} must be finite, got {_repr(value)}", name) from None
-
-
-def _count(value: Any, name: str) -> Any:
-    """An integer (anything with ``__index__``, not bool) >= 0, stored as given."""
-    if type(value) is int and value >= 0:
-        return value
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise FusionTypeError(f"{name} must be an int, got {_describe(value)}", name)
-    n = operator.index(value)
-    if n < 0:
-        raise FusionError(f"{name} must be >= 0, got {n}", name)
-    return value
+# Reals and counts are converted as the binding converts every argument (rust/py/args.rs).
+_real = _core._real
+_count = _core._count
 
 
 def _contributions(value: Any, name: str) -> Tuple[Any, ...]:
     """Any iterable of ``Contribution`` but a str/bytes/bytearray, as a tuple."""
-    if type(value) is tuple:
-        items = value
-    elif type(value) is list:
-        items = tuple(value)
-    elif isinstance(value, (str, bytes, bytearray)):
-        raise FusionTypeError(f"{name} must be a non-string iterable, got {_describe(value)}", name)
-    else:
-        try:
-            iterator = iter(value)
-        except TypeError:
-            raise FusionTypeError(
-                f"{name} must be iterable, got {_describe(value)}", name
-            ) from None
-        items = tuple(iterator)
+    items = _core._tuple(value, name)
     for i, item in enumerate(items):
         if type(item) is not _core.Contribution:
             raise TypeError(f"{name}[{i}] must be a Contribution, got {_describe(item)}")
     return items
-
-
-def _size(value: Any) -> int:
-    """An int >= 0 that fits in 64 bits (an array's ndim or dimension), or the error of its
-    conversion."""
-    n = operator.index(value)
-    if n < 0:
-        raise OverflowError("can't convert negative int to unsigned")
-    if n >= 2**64:
-        raise OverflowError("int too big to convert")
-    return n
 
 
 def _array(dtype: str, ndim: int) -> Callable[[Any, str], Any]:
@@ -120,7 +72,7 @@ def _array(dtype: str, ndim: int) -> Callable[[Any, str], Any]:
         if (
             hasattr(value, "dtype")
             and str(value.dtype) == dtype
-            and _size(value.ndim) == ndim
+            and value.ndim == ndim
             and type(value).__name__ == "ndarray"
         ):
             return value
@@ -129,28 +81,12 @@ def _array(dtype: str, ndim: int) -> Callable[[Any, str], Any]:
     return check
 
 
-def _shape(array: Any) -> List[int]:
-    shape = array.shape
-    if isinstance(shape, str):
-        raise TypeError("Can't extract `str` to `Vec`")
-    if not isinstance(shape, Sequence):
-        shown = "'None'" if shape is None else f"'{type(shape).__name__}' object"
-        raise TypeError(f"{shown} is not an instance of 'Sequence'")
-    return [_size(n) for n in shape]
-
-
 def _batch_shapes(names: Tuple[str, ...], fields: List[Any]) -> None:
-    """A batch result's shapes: ids (Q, W), scores (Q, W), counts (Q,), each trace (Q, W, L)."""
-    shapes = [None if f is None else _shape(f) for f in fields]
-    ids, scores, counts = (s or [] for s in shapes[:3])
-    if scores != ids or len(ids) < 1 or ids[:1] != counts:
-        raise ValueError(
-            "ids, scores and counts must have shapes (Q, W), (Q, W) and (Q,), got "
-            f"{ids}, {scores} and {counts}"
-        )
-    for name, shape in zip(names[3:], shapes[3:]):
-        if shape is not None and (len(shape) < 2 or shape[:2] != ids):
-            raise ValueError(f"{name} must have shape (Q, W, L) with (Q, W) = {ids}")
+    """A batch result's shapes: ids (Q, W), scores (Q, W), counts (Q,), each trace (Q, W, L),
+    as the core checks them (``crate::batch::check_result_shapes``)."""
+    ids, scores, counts = (f.shape for f in fields[:3])
+    traced = [(name, f.shape) for name, f in zip(names[3:], fields[3:]) if f is not None]
+    _core._result_shapes(ids, scores, counts, traced)
 
 
 # === The types ====================================================================================

@@ -19,6 +19,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 
+use super::args::{as_tuple, integer, real};
+
 /// A field: its name and its getter's docstring.
 struct Field {
     name: &'static CStr,
@@ -630,10 +632,51 @@ fn _result<'py>(
     spec.make(py, fields)
 }
 
-/// Adds every result type to the module.
+/// A real field of a result (`Hit.score`) as a float: the binding's conversion of a real, for
+/// the constructors of rankfusion/_results.py.
+#[pyfunction]
+fn _real(value: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
+    Ok(real(value, name)?)
+}
+
+/// A count field of a result (`Contribution.rank`): an int >= 0, kept as given.
+#[pyfunction]
+fn _count<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    integer(value, name, 0)?;
+    Ok(value.clone())
+}
+
+/// A tuple field of a result (`Hit.contributions`): any iterable but a str, as a tuple.
+#[pyfunction]
+fn _tuple<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
+    Ok(as_tuple(value, name)?)
+}
+
+/// The shapes of a batch result's arrays, as `crate::batch::check_result_shapes` checks them
+/// (`traced`: (name, shape) of each trace array given).
+#[pyfunction]
+fn _result_shapes(
+    ids: Vec<usize>,
+    scores: Vec<usize>,
+    counts: Vec<usize>,
+    traced: Vec<(String, Vec<usize>)>,
+) -> PyResult<()> {
+    let traced: Vec<(&str, &[usize])> = traced
+        .iter()
+        .map(|(name, shape)| (name.as_str(), shape.as_slice()))
+        .collect();
+    crate::batch::check_result_shapes(&ids, &scores, &counts, &traced)
+        .map_err(PyValueError::new_err)
+}
+
+/// Adds every result type to the module, and the functions of their constructors.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for spec in SPECS {
         m.add(spec.name.to_str().unwrap_or_default(), spec.ty(m.py())?)?;
     }
-    m.add_function(wrap_pyfunction!(_result, m)?)
+    m.add_function(wrap_pyfunction!(_result, m)?)?;
+    m.add_function(wrap_pyfunction!(_real, m)?)?;
+    m.add_function(wrap_pyfunction!(_count, m)?)?;
+    m.add_function(wrap_pyfunction!(_tuple, m)?)?;
+    m.add_function(wrap_pyfunction!(_result_shapes, m)?)
 }
