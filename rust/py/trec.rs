@@ -8,9 +8,7 @@
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::{ffi, Borrowed};
-
-use rayon::prelude::*;
+use pyo3::{ffi, Borrowed, PyTypeInfo};
 
 use super::errors::{core_error, text};
 use super::fusion::fusion_arg;
@@ -18,8 +16,8 @@ use super::results::{record_items, HIT};
 use super::signals;
 use crate::error::Error;
 use crate::pool;
-use crate::trec::fuse::{self, fused_run, RunFile as CoreRunFile};
-use crate::trec::{self, write, Number, Order, ReadDuplicates, RunQuery};
+use crate::trec::fuse::{self, RunFile as CoreRunFile};
+use crate::trec::{self, write, Gain, Order, ReadDuplicates, RunQuery};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join_bytes, m)?)?;
@@ -53,20 +51,22 @@ fn new_list<'py>(
     }
 }
 
-/// A score field: the core's parser, and Python's `float()` for what the core leaves to it
-/// (a field with a non-ASCII byte, e.g. full-width digits).
+/// What Python's `float` or `int` (`T`) makes of a field that the core leaves to it, read by `f`.
+fn by_python<T: PyTypeInfo, R>(
+    field: &[u8],
+    f: impl FnOnce(Bound<'_, PyAny>) -> Option<R>,
+) -> Option<R> {
+    Python::attach(|py| f(py.get_type::<T>().call1((text(py, field).ok()?,)).ok()?))
+}
+
+/// A run score (see `trec::score_or`).
 fn score(field: &[u8]) -> Option<f64> {
-    match trec::parse_score(field) {
-        Number::Value(v) => Some(v),
-        Number::Invalid => None,
-        Number::Unknown => Python::attach(|py| {
-            let value = py
-                .get_type::<PyFloat>()
-                .call1((text(py, field).ok()?,))
-                .ok()?;
-            value.extract::<f64>().ok()
-        }),
-    }
+    trec::score_or(field, |t| by_python::<PyFloat, _>(t, |v| v.extract().ok()))
+}
+
+/// A qrels gain (see `trec::gain_or`).
+fn gain(field: &[u8]) -> Option<Gain<Py<PyAny>>> {
+    trec::gain_or(field, |t| by_python::<PyInt, _>(t, |v| Some(v.unbind())))
 }
 
 /// `b"".join(chunks)`, copied with the GIL released and Ctrl-C checked between chunks: a file
@@ -197,18 +197,16 @@ fn parse_run<'py>(
     })?;
     let queries = queries.map_err(|e| core_error(py, e, Some(path)))?;
     // The objects (a str and a float a line) are made with the GIL held: signals are checked
-    // every CHECK_LINES lines, and an interrupted call's objects are freed on another thread.
+    // now and then (`trec::check_points`), and an interrupted call's objects are freed on another
+    // thread.
     let mut built: Vec<Py<PyAny>> = Vec::with_capacity(queries.len());
-    let mut lines = 0usize;
-    for q in &queries {
-        if lines >= CHECK_LINES {
-            lines = 0;
+    for (q, check) in queries.iter().zip(trec::check_points(&queries)) {
+        if check {
             if let Err(e) = py.check_signals() {
                 signals::free_later(py, built);
                 return Err(e);
             }
         }
-        lines += q.docids.len();
         let docids = new_list(py, q.docids.len(), |j| {
             Ok(text(py, &bytes[q.docids[j].clone()])?.into_any())
         })?;
@@ -220,30 +218,6 @@ fn parse_run<'py>(
         built.push(query.into_any().unbind());
     }
     PyList::new(py, built)
-}
-
-/// `_parse_run` checks for signals (Ctrl-C) after about this many lines made into objects
-/// (~10 ms).
-const CHECK_LINES: usize = 1 << 16;
-
-/// A gain: an i64, or the Python int that `int()` makes of a field the core leaves to it.
-enum Gain {
-    Small(i64),
-    Big(Py<PyAny>),
-}
-
-fn gain(field: &[u8]) -> Option<Gain> {
-    match trec::parse_gain(field) {
-        Number::Value(v) => Some(Gain::Small(v)),
-        Number::Invalid => None,
-        Number::Unknown => Python::attach(|py| {
-            let value = py
-                .get_type::<PyInt>()
-                .call1((text(py, field).ok()?,))
-                .ok()?;
-            Some(Gain::Big(value.unbind()))
-        }),
-    }
 }
 
 /// Parses a qrels file's bytes into `{qid: {docid: gain}}`. `duplicates` is "error", "first" or
@@ -427,38 +401,21 @@ fn parse_run_files<'py>(
     }
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
     let parsed = signals::detached(py, |cancel| {
-        let parse =
-            |bytes: &&[u8]| trec::parse_run_cancellable(bytes, order, duplicates, score, cancel);
-        let threads = pool::resolve_threads(None).min(slices.len());
-        pool::run_cancellable(threads, cancel, |parallel| {
-            let parsed: Vec<Result<Vec<RunQuery>, Error>> = if parallel {
-                slices.par_iter().map(parse).collect()
-            } else {
-                slices.iter().map(parse).collect()
-            };
-            // A stopped parse is the call's error, not a file's.
-            cancel.check_stopped().map(|()| parsed)
-        })
+        trec::parse_runs(&slices, order, duplicates, score, cancel)
     })?;
     let parsed = parsed.map_err(|e| core_error(py, e, None))?;
-    let mut parsed = parsed.into_iter();
-    new_list(py, datas.len(), |i| match parsed.next() {
-        Some(Ok(queries)) => Ok(Bound::new(
-            py,
-            RunFile {
-                data: datas[i].clone().unbind(),
-                queries,
-            },
-        )?
-        .into_any()),
-        Some(Err(e)) => Ok(core_error(py, e, Some(&paths[i]))
+    let files = parsed.into_iter().zip(datas.iter().zip(&paths));
+    let files = files.map(|(parsed, (data, path))| match parsed {
+        Ok(queries) => {
+            let data = data.clone().unbind();
+            Ok(Bound::new(py, RunFile { data, queries })?.into_any())
+        }
+        Err(e) => Ok(core_error(py, e, Some(path))
             .into_value(py)
             .into_bound(py)
             .into_any()),
-        None => Err(PyValueError::new_err(
-            "_parse_run_files: a file was not parsed (a bug)",
-        )),
-    })
+    });
+    PyList::new(py, files.collect::<PyResult<Vec<_>>>()?)
 }
 
 /// The fused run of `files` (`_RunFile`s, in the order of the runs) as the bytes of its TREC
@@ -488,9 +445,7 @@ fn fuse_run_files<'py>(
         })
         .collect();
     let out = signals::detached(py, |cancel| {
-        pool::run_cancellable(pool::resolve_threads(None), cancel, |parallel| {
-            fused_run(&core, &plan, tag, parallel, cancel)
-        })
+        fuse::fused_run_pooled(&core, &plan, tag, cancel)
     })?;
     let out = out.map_err(|e| core_error(py, e, None))?;
     // Copied in pieces, Ctrl-C checked between them, and freed on another thread: the output

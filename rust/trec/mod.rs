@@ -38,7 +38,10 @@ use crate::error::{At, Error, Problem};
 
 pub use crate::error::Reason;
 pub use lex::{is_id, py_str_cmp};
-pub use parse::{parse_gain, parse_qrels, parse_run, parse_run_cancellable, parse_score};
+pub use parse::{
+    check_points, gain_or, parse_gain, parse_qrels, parse_run, parse_run_cancellable, parse_runs,
+    parse_score, score_or, Gain, CHECK_LINES,
+};
 
 /// A byte range of the input.
 pub type Span = Range<usize>;
