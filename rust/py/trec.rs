@@ -102,39 +102,21 @@ fn read_file<'py>(
         None => PyOSError::new_err(e.to_string()),
     };
     let mut file = std::fs::File::open(&path).map_err(os_error)?;
-    let (bytes, start, total) = unset_bytes(
-        py,
-        usize::try_from(file.metadata().map_err(os_error)?.len()).ok(),
-    )?;
-    let piece = piece.max(1);
-    let mut done = 0;
-    while done < total {
-        let want = piece.min(total - done);
-        let read = py.detach(|| {
-            // SAFETY: `done .. done + want` lies in the `total` bytes of `bytes`.
-            let buffer = unsafe { std::slice::from_raw_parts_mut((start + done) as *mut u8, want) };
-            file.read(buffer)
-        });
-        match read {
-            Ok(0) => return Ok(None), // shorter than its size: it changed
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(os_error(e)),
-        }
+    let size = usize::try_from(file.metadata().map_err(os_error)?.len()).ok();
+    let (bytes, start, total) = unset_bytes(py, size)?;
+    // SAFETY: the `total` bytes of `bytes`, which is ours alone until returned: `fill` writes
+    // them (reads into them), and the object is returned only once all were written.
+    let buffer = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, total) };
+    let read = |file: &mut std::fs::File, piece: &mut [u8]| py.detach(|| file.read(piece));
+    let between = |done: Option<usize>| {
         py.check_signals()?;
-        if let Some(progress) = &progress {
-            progress.call1((done,))?;
+        match (&progress, done) {
+            (Some(progress), Some(done)) => progress.call1((done,)).map(drop),
+            _ => Ok(()),
         }
-    }
-    let mut more = [0u8; 1];
-    loop {
-        match py.detach(|| file.read(&mut more)) {
-            Ok(0) => return Ok(Some(bytes)),
-            Ok(_) => return Ok(None), // longer than its size: it changed
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => py.check_signals()?,
-            Err(e) => return Err(os_error(e)),
-        }
-    }
+    };
+    let whole = trec::read::fill(&mut file, buffer, piece, read, between, os_error)?;
+    Ok(whole.then_some(bytes))
 }
 
 /// A new bytes object of `total` bytes (None: more than a size holds) whose contents are not

@@ -22,12 +22,14 @@
 //!
 //! - [`lex`]: lines, fields, whitespace, ids and their order;
 //! - [`parse`]: run and qrels files;
+//! - [`read`]: a file read whole, a piece at a time;
 //! - [`write`]: run lines (scores by [`crate::format`], Python's `repr` of a float);
 //! - [`fuse`]: the fused run of parsed run files, as lines.
 
 pub mod fuse;
 pub mod lex;
 pub mod parse;
+pub mod read;
 #[cfg(test)]
 mod tests;
 pub mod write;
