@@ -989,23 +989,12 @@ mod tests {
         let ids = [1, 2, -1, 2];
         let scores32 = [0.1f32, f32::NAN, 7.0, 1e30];
         let scores64: Vec<f64> = scores32.iter().map(|&x| x as f64).collect();
-        let all = |u: Vec<i64>| Ok::<_, Error>(vec![true; u.len()]);
-        let none = Cancel::none();
-        let a = revalidate_batch(
-            &Batch::new(&ids, &scores32, 2, 2, -1).unwrap(),
-            None,
-            &none,
-            &Here,
-            all,
-        );
-        let b = revalidate_batch(
-            &Batch::new(&ids, &scores64, 2, 2, -1).unwrap(),
-            None,
-            &none,
-            &Here,
-            all,
-        );
-        let (a, b) = (a.unwrap(), b.unwrap());
+        fn all_live<S: Copy + Into<f64> + Sync>(ids: &[i64], scores: &[S]) -> Compacted {
+            let batch = Batch::new(ids, scores, 2, 2, -1).unwrap();
+            let all = |u: Vec<i64>| Ok::<_, Error>(vec![true; u.len()]);
+            revalidate_batch(&batch, None, &Cancel::none(), &Here, all).unwrap()
+        }
+        let (a, b) = (all_live(&ids, &scores32), all_live(&ids, &scores64));
         // The bits of each number; a NaN is one NaN (Rust leaves the sign and payload of a
         // widened NaN unspecified, and Miri varies them).
         let bits = |v: &[f64]| {
