@@ -182,20 +182,21 @@ pub fn plan_ints_here(ids: &[i64]) -> Result<Plan> {
 }
 
 /// The items that `keep` keeps (returns `Some` of), in order, at most `limit` of them: once
-/// `limit` are kept, no further item is read nor given to `keep`. An error of an item or of
-/// `keep` stops the walk.
+/// `limit` are kept, no further item is read nor given to `keep`. An error of `keep` stops the
+/// walk.
+#[inline]
 pub fn take_kept<I, T, E>(
-    items: impl IntoIterator<Item = std::result::Result<I, E>>,
+    items: impl IntoIterator<Item = I>,
     limit: usize,
     mut keep: impl FnMut(I) -> std::result::Result<Option<T>, E>,
 ) -> std::result::Result<Vec<T>, E> {
-    let mut kept = Vec::new();
     let mut items = items.into_iter();
+    let mut kept = Vec::with_capacity(items.size_hint().0.min(limit));
     while kept.len() < limit {
         let Some(item) = items.next() else {
             break;
         };
-        if let Some(t) = keep(item?)? {
+        if let Some(t) = keep(item)? {
             kept.push(t);
         }
     }
@@ -230,20 +231,18 @@ pub fn revalidate<R: Clone, T, E>(
             .enumerate()
             .filter_map(|(position, &slot)| {
                 let record = records.get(slot as usize)?.as_ref()?;
-                Some(Ok((position, record)))
+                Some((position, record))
             });
         return take_kept(live, limit, |(position, record)| {
             keep(position, record.clone())
         });
     }
-    take_kept(
-        (0..plan.slots.len()).map(Ok),
-        limit,
-        |position| match get(position)? {
+    take_kept(0..plan.slots.len(), limit, |position| {
+        match get(position)? {
             Some(record) => keep(position, record),
             None => Ok(None),
-        },
-    )
+        }
+    })
 }
 
 /// No unique id: a pad cell, or a table entry for an id that does not occur.
@@ -792,28 +791,18 @@ mod tests {
     #[test]
     fn take_kept_reads_no_item_past_the_limit() {
         let mut read = 0;
-        let items = (0..10).map(|i| {
-            read += 1;
-            if i == 9 {
-                Err("nine")
-            } else {
-                Ok(i)
-            }
-        });
-        let kept = take_kept(items, 2, |i| Ok((i % 2 == 1).then_some(i)));
+        let items = (0..10).inspect(|_| read += 1);
+        let kept = take_kept(items, 2, |i| Ok::<_, ()>((i % 2 == 1).then_some(i)));
         assert_eq!((kept, read), (Ok(vec![1, 3]), 4));
-        assert_eq!(
-            take_kept((0..10).map(Ok), 0, |i| Ok(Some(i))),
-            Ok::<_, ()>(vec![])
+        assert_eq!(take_kept(0..10, 0, |i| Ok(Some(i))), Ok::<_, ()>(vec![]));
+        let all = take_kept(0..10, 100, |i| Ok(Some(i)));
+        assert_eq!(all.map(|v| v.len()), Ok::<_, ()>(10));
+        let failing = take_kept(
+            0..10,
+            100,
+            |i| if i == 9 { Err("nine") } else { Ok(Some(i)) },
         );
-        let all = take_kept((0..10).map(Ok), 100, |i| Ok(Some(i)));
-        assert_eq!(all.map(|v| v.len()), Ok::<_, &str>(10));
-        let failing = (0..10).map(|i| if i == 9 { Err("nine") } else { Ok(i) });
-        assert_eq!(take_kept(failing, 100, |i| Ok(Some(i))), Err("nine"));
-        assert_eq!(
-            take_kept((0..3).map(Ok), 5, |_| Err::<Option<()>, _>("no")),
-            Err("no")
-        );
+        assert_eq!(failing, Err("nine"));
     }
 
     #[test]

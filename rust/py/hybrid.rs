@@ -95,18 +95,19 @@ pub fn _fuse_live_pairs<'py>(
     let mut scores = Vec::with_capacity(searches.len());
     for search in &searches {
         // The list is the caller's: `alive.__contains__` may have changed it.
-        let pairs = search
-            .iter()
-            .map(|item| match item.cast_exact::<PyTuple>() {
-                // SAFETY: a tuple of two items.
-                Ok(t) if t.len() == 2 => unsafe {
-                    let id = t.get_borrowed_item_unchecked(0).to_owned();
-                    Ok((id, t.get_borrowed_item_unchecked(1).to_owned()))
-                },
-                _ => Err(not_pairs()),
-            });
-        let live = take_kept(pairs, window, |(id, score)| {
-            Ok(alive.contains(&id)?.then_some((id, score)))
+        let live = take_kept(search.iter(), window, |item| {
+            let Some(pair) = item.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 2) else {
+                return Err(not_pairs());
+            };
+            // SAFETY: a tuple of two items.
+            let (id, score) = unsafe {
+                (
+                    pair.get_borrowed_item_unchecked(0),
+                    pair.get_borrowed_item_unchecked(1),
+                )
+            };
+            let live = alive.contains(id)?;
+            Ok(live.then(|| (id.to_owned(), score.to_owned())))
         })?;
         let (ids, values): (Vec<_>, Vec<_>) = live.into_iter().unzip();
         lists.push(PyTuple::new(py, ids)?);

@@ -63,27 +63,23 @@ fn pair<'py>(
     value: &Bound<'py, PyAny>,
     i: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let slow;
-    let items = match value.cast_exact::<PyTuple>() {
-        Ok(t) if t.len() == 2 => t, // the common case, first
-        _ => {
-            let name = || format!("candidates[{i}]");
-            let not_a_pair = |got| format!("{} must be an (id, score) pair, got {got}", name());
-            slow = items_of(value, |_| type_error(&name(), not_a_pair(describe(value))))?;
-            if slow.len() != 2 {
-                let message = not_a_pair(format!("{} items", slow.len()));
-                return Err(value_error(&name(), message));
-            }
-            &slow
+    if let Ok(t) = value.cast_exact::<PyTuple>() {
+        if t.len() == 2 {
+            // SAFETY: a tuple of two items.
+            return unsafe {
+                let id = t.get_borrowed_item_unchecked(0).to_owned();
+                Ok((id, t.get_borrowed_item_unchecked(1).to_owned()))
+            };
         }
-    };
-    // SAFETY: a tuple of two items.
-    unsafe {
-        Ok((
-            items.get_borrowed_item_unchecked(0).to_owned(),
-            items.get_borrowed_item_unchecked(1).to_owned(),
-        ))
     }
+    let name = || format!("candidates[{i}]");
+    let not_a_pair = |got| format!("{} must be an (id, score) pair, got {got}", name());
+    let items = items_of(value, |_| type_error(&name(), not_a_pair(describe(value))))?;
+    if items.len() != 2 {
+        let message = not_a_pair(format!("{} items", items.len()));
+        return Err(value_error(&name(), message));
+    }
+    Ok((items.get_item(0)?, items.get_item(1)?))
 }
 
 /// The candidates' ids, their values when every one is an exact int that fits in i64, and
@@ -115,10 +111,12 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
     let mut ids = Vec::with_capacity(outer.len());
     let mut ints = Some(Vec::with_capacity(outer.len()));
     let mut scores = Vec::with_capacity(outer.len());
-    for (i, candidate) in outer.iter_borrowed().enumerate() {
+    for i in 0..outer.len() {
         if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
             py.check_signals()?;
         }
+        // SAFETY: i < len.
+        let candidate = unsafe { outer.get_borrowed_item_unchecked(i) };
         let (id, score) = pair(&candidate, i)?;
         let exact_int = id.is_exact_instance_of::<PyInt>();
         if !exact_int
@@ -175,6 +173,7 @@ fn callable(
 }
 
 /// `result`, or None for an `Exception` (not a bare BaseException such as KeyboardInterrupt).
+#[inline]
 fn lenient<T>(py: Python<'_>, result: PyResult<T>) -> PyResult<Option<T>> {
     match result {
         Ok(value) => Ok(Some(value)),
