@@ -263,7 +263,12 @@ pub fn revalidate<'py>(
             records.collect::<PyResult<_>>().map(Some)
         }
     });
-    let get = |p: usize| Ok(lenient(py, get.call1((&ids[p],)))?.filter(|r| !r.is_none()));
+    // (The hot path of the per-id walk: a None, or an `Exception`, drops the candidate.)
+    let get = |p: usize| match get.call1((&ids[p],)) {
+        Ok(record) => Ok((!record.is_none()).then_some(record)),
+        Err(e) if e.is_instance_of::<PyException>(py) => Ok(None),
+        Err(e) => Err(e),
+    };
     let keep = |p: usize, record: Bound<'py, PyAny>| {
         if let Some(w) = &r#where {
             if !w.call1((&record,))?.is_truthy()? {
