@@ -172,16 +172,6 @@ fn callable(
     }
 }
 
-/// `result`, or None for an `Exception` (not a bare BaseException such as KeyboardInterrupt).
-#[inline]
-fn lenient<T>(py: Python<'_>, result: PyResult<T>) -> PyResult<Option<T>> {
-    match result {
-        Ok(value) => Ok(Some(value)),
-        Err(e) if e.is_instance_of::<PyException>(py) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// The live candidates, as (id, record, score) triples, in input order (docs/semantics.md, "Candidate
 /// revalidation").
 ///
@@ -238,8 +228,10 @@ pub fn revalidate<'py>(
     let get_many = get_many.map(|get_many| {
         move |first: &[u32]| {
             let unique = PyList::new(py, first.iter().map(|&p| &ids[p as usize]))?;
-            let Some(found) = lenient(py, get_many.call1((&unique,)))? else {
-                return Ok(None);
+            let found = match get_many.call1((&unique,)) {
+                Ok(found) => found,
+                Err(e) if e.is_instance_of::<PyException>(py) => return Ok(None), // per id
+                Err(e) => return Err(e),
             };
             if !found.is_instance(mapping_type(py)?)? {
                 return Err(type_error(
@@ -263,7 +255,7 @@ pub fn revalidate<'py>(
             records.collect::<PyResult<_>>().map(Some)
         }
     });
-    // (The hot path of the per-id walk: a None, or an `Exception`, drops the candidate.)
+    // A None, or an `Exception` (not a bare BaseException such as KeyboardInterrupt), drops it.
     let get = |p: usize| match get.call1((&ids[p],)) {
         Ok(record) => Ok((!record.is_none()).then_some(record)),
         Err(e) if e.is_instance_of::<PyException>(py) => Ok(None),

@@ -14,7 +14,6 @@ use super::errors::{core_error, text};
 use super::fusion::fusion_arg;
 use super::results::{record_items, HIT};
 use super::signals;
-use crate::error::Error;
 use crate::pool;
 use crate::trec::fuse::{self, RunFile as CoreRunFile};
 use crate::trec::{self, write, Gain, Order, ReadDuplicates, RunQuery};
@@ -145,18 +144,11 @@ fn joined<'py>(py: Python<'py>, slices: &[&[u8]]) -> PyResult<Bound<'py, PyBytes
     let total = slices
         .iter()
         .try_fold(0usize, |total, s| total.checked_add(s.len()));
-    let (bytes, start, _) = unset_bytes(py, total)?;
-    let copied = signals::detached(py, |cancel| {
-        let mut at = start;
-        for s in slices {
-            cancel.check()?;
-            // SAFETY: `at .. at + s.len()` lies in the `total` bytes of `bytes` (the slices'
-            // lengths add up to `total`), which no slice overlaps.
-            unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), at as *mut u8, s.len()) };
-            at += s.len();
-        }
-        Ok::<(), Error>(())
-    })?;
+    let (bytes, start, total) = unset_bytes(py, total)?;
+    // SAFETY: the `total` bytes of `bytes`, ours alone until returned: `concat_into` writes them
+    // all, or fails (the object then dropped unread).
+    let out = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, total) };
+    let copied = signals::detached(py, |cancel| trec::read::concat_into(out, slices, cancel))?;
     copied.map_err(|e| core_error(py, e, None))?;
     Ok(bytes)
 }

@@ -1,7 +1,30 @@
-//! A file read whole into a buffer of the size it had when opened, a piece at a time, so that
-//! the caller can run its own work between pieces (the binding: Ctrl-C and a progress bar).
+//! Bytes in pieces: a file read whole into a buffer of the size it had when opened, a piece at
+//! a time, so that the caller can run its own work between pieces (the binding: Ctrl-C and a
+//! progress bar); pieces copied one after the other into one buffer, `Cancel` polled between.
 
 use std::io::{self, ErrorKind};
+
+use crate::cancel::Cancel;
+use crate::error::Error;
+
+/// Copies `pieces` one after the other into `out`, which must be exactly as long as they are
+/// together (else an error, nothing copied). `cancel` is polled before each piece
+/// (`Problem::Interrupted`).
+pub fn concat_into(out: &mut [u8], pieces: &[&[u8]], cancel: &Cancel<'_>) -> Result<(), Error> {
+    if pieces.iter().map(|p| p.len()).sum::<usize>() != out.len() {
+        return Err(Error::invalid(
+            "pieces",
+            "the pieces do not fill the buffer",
+        ));
+    }
+    let mut at = 0;
+    for piece in pieces {
+        cancel.check()?;
+        out[at..at + piece.len()].copy_from_slice(piece);
+        at += piece.len();
+    }
+    Ok(())
+}
 
 /// Fills `buffer` from `file`, `piece` bytes (at least 1) at a time, each read run by `read`
 /// (the binding runs it with the GIL released), then checks that the file ends there.
@@ -102,6 +125,19 @@ mod tests {
         );
         let (whole, _, calls) = fill_of(file(b"", 2, &[]), 0, 4);
         assert_eq!((whole, &calls[..]), (Ok(true), ""));
+    }
+
+    #[test]
+    fn pieces_are_copied_one_after_the_other() {
+        let mut out = [0u8; 5];
+        let none = Cancel::none();
+        assert_eq!(concat_into(&mut out, &[b"ab", b"", b"cde"], &none), Ok(()));
+        assert_eq!(&out, b"abcde");
+        assert!(concat_into(&mut out, &[b"ab"], &none).is_err());
+        assert!(concat_into(&mut [0; 0], &[], &none).is_ok());
+        none.stop();
+        let e = concat_into(&mut out, &[b"abcde"], &none).unwrap_err();
+        assert_eq!(e.problem, crate::error::Problem::Interrupted);
     }
 
     #[test]
