@@ -529,25 +529,21 @@ fn signals_are_checked_before_a_query_once_enough_lines_were_made() {
 fn run_files_are_parsed_each_to_its_queries_or_its_error() {
     let files: [&[u8]; 3] = [b"1 Q0 a 1 2.0 t\n", b"1 Q0 a 1\n", b""];
     let cancel = crate::cancel::Cancel::none();
-    let parsed = parse_runs(
-        &files,
-        Order::Score,
-        ReadDuplicates::Error,
-        score_value,
-        &cancel,
-    );
-    let parsed = parsed.unwrap();
+    let parse = |cancel| {
+        parse_runs(
+            &files,
+            Order::Score,
+            ReadDuplicates::Error,
+            score_value,
+            cancel,
+        )
+    };
+    let parsed = parse(&cancel).unwrap();
     assert_eq!(parsed.len(), 3);
     assert_eq!(parsed[0].as_ref().map(Vec::len), Ok(1));
     assert_eq!(line_reason(parsed[1].as_ref().unwrap_err()).0, 1);
     assert_eq!(parsed[2], Ok(vec![]));
     cancel.stop();
-    let e = parse_runs(
-        &files,
-        Order::Score,
-        ReadDuplicates::Error,
-        score_value,
-        &cancel,
-    );
+    let e = parse(&cancel);
     assert_eq!(e.unwrap_err().problem, Problem::Interrupted);
 }
