@@ -203,45 +203,39 @@ pub fn take_kept<I, T, E>(
     Ok(kept)
 }
 
-/// The walk of `revalidate` over the candidates of `plan` (docs/semantics.md, "Candidate
-/// revalidation"), the lookup and the filter being the caller's:
+/// The walk of `revalidate` over `candidates`, planned by `plan` (docs/semantics.md,
+/// "Candidate revalidation"), the lookup and the filter being the caller's:
 /// - no unique id, or `limit` 0: nothing is asked, nothing kept;
-/// - `get_many(first)`, when given, is called once with the positions of the unique ids' first
-///   occurrences: it returns each unique id's record (`None`: missing), or `None` when the
-///   batch lookup failed, for the per-id walk;
-/// - else `get(position)` is asked for each candidate in input order (`None`: dropped);
-/// - `keep(position, record)` is given each candidate whose id has a record, in input order
+/// - `get_many(candidates, first)`, when given, is called once with the positions of the unique
+///   ids' first occurrences: it returns each unique id's record (`None`: missing), or `None`
+///   when the batch lookup failed, for the per-id walk;
+/// - else `get(candidate)` is asked of each candidate in input order (`None`: dropped);
+/// - `keep(candidate, record)` is given each candidate whose id has a record, in input order
 ///   (every occurrence of a duplicate id), and returns what is kept (`None`: filtered out);
 ///   the walk stops once `limit` are kept.
-pub fn revalidate<R: Clone, T, E>(
+///
+/// Each candidate is handed on or dropped as the walk passes it.
+pub fn revalidate<C, R: Clone, T, E>(
     plan: &Plan,
+    candidates: Vec<C>,
     limit: Option<usize>,
-    get_many: Option<impl FnOnce(&[u32]) -> std::result::Result<Option<Vec<Option<R>>>, E>>,
-    mut get: impl FnMut(usize) -> std::result::Result<Option<R>, E>,
-    mut keep: impl FnMut(usize, R) -> std::result::Result<Option<T>, E>,
+    get_many: Option<impl FnOnce(&[C], &[u32]) -> std::result::Result<Option<Vec<Option<R>>>, E>>,
+    mut get: impl FnMut(&C) -> std::result::Result<Option<R>, E>,
+    mut keep: impl FnMut(C, R) -> std::result::Result<Option<T>, E>,
 ) -> std::result::Result<Vec<T>, E> {
     if !asks(plan.n_unique(), limit) {
         return Ok(Vec::new());
     }
     let limit = limit.unwrap_or(usize::MAX);
-    if let Some(records) = get_many.map(|g| g(&plan.first)).transpose()?.flatten() {
-        let live = plan
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(position, &slot)| {
-                let record = records.get(slot as usize)?.as_ref()?;
-                Some((position, record))
-            });
-        return take_kept(live, limit, |(position, record)| {
-            keep(position, record.clone())
-        });
+    let records = get_many.map(|g| g(&candidates, &plan.first));
+    if let Some(records) = records.transpose()?.flatten() {
+        let live = candidates.into_iter().zip(&plan.slots);
+        let live = live.filter_map(|(c, &slot)| Some((c, records.get(slot as usize)?.as_ref()?)));
+        return take_kept(live, limit, |(c, record)| keep(c, record.clone()));
     }
-    take_kept(0..plan.slots.len(), limit, |position| {
-        match get(position)? {
-            Some(record) => keep(position, record),
-            None => Ok(None),
-        }
+    take_kept(candidates, limit, |c| match get(&c)? {
+        Some(record) => keep(c, record),
+        None => Ok(None),
     })
 }
 
@@ -735,21 +729,22 @@ mod tests {
         // Some(true): a batch lookup that answers; Some(false): one that fails.
         let (calls_ref, record_ref) = (&calls, &record);
         let get_many = batch.map(|answers| {
-            move |first: &[u32]| {
+            move |_: &[(usize, i64)], first: &[u32]| {
                 calls_ref.borrow_mut().push(format!("get_many {first:?}"));
                 let records = first.iter().map(|&f| record_ref(ids[f as usize])).collect();
                 Ok::<_, ()>(answers.then_some(records))
             }
         });
-        let get = |position: usize| {
+        let get = |&(position, id): &(usize, i64)| {
             calls.borrow_mut().push(format!("get {position}"));
-            Ok(record(ids[position]))
+            Ok(record(id))
         };
-        let keep = |position: usize, r: &'static str| {
+        let keep = |(position, _): (usize, i64), r: &'static str| {
             calls.borrow_mut().push(format!("where {r}"));
             Ok(accept(r).then_some((position, r)))
         };
-        let kept = revalidate(&p, limit, get_many, get, keep).unwrap();
+        let candidates = ids.iter().copied().enumerate().collect();
+        let kept = revalidate(&p, candidates, limit, get_many, get, keep).unwrap();
         (kept, calls.into_inner())
     }
 

@@ -82,12 +82,11 @@ fn pair<'py>(
     Ok((items.get_item(0)?, items.get_item(1)?))
 }
 
-/// The candidates' ids, their values when every one is an exact int that fits in i64, and
-/// their scores (float objects), checked like the reference.
+/// The candidates (id, score (a float object)), checked like the reference, and the ids' values
+/// when every one is an exact int that fits in i64.
 struct Candidates<'py> {
-    ids: Vec<Bound<'py, PyAny>>,
+    pairs: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     ints: Option<Vec<i64>>,
-    scores: Vec<Bound<'py, PyAny>>,
 }
 
 /// Signals are checked every this many candidates read.
@@ -108,9 +107,8 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
         ));
     }
     let outer = as_tuple(candidates, "candidates")?;
-    let mut ids = Vec::with_capacity(outer.len());
+    let mut pairs = Vec::with_capacity(outer.len());
     let mut ints = Some(Vec::with_capacity(outer.len()));
-    let mut scores = Vec::with_capacity(outer.len());
     for i in 0..outer.len() {
         if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
             py.check_signals()?;
@@ -134,15 +132,15 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
                 None => ints = None,
             }
         }
-        ids.push(id);
         // The score as a float object: the candidate's own when it is one.
-        scores.push(if score.is_exact_instance_of::<PyFloat>() {
+        let score = if score.is_exact_instance_of::<PyFloat>() {
             score
         } else {
             PyFloat::new(py, real(&score, &format!("candidates[{i}][1]"))?).into_any()
-        });
+        };
+        pairs.push((id, score));
     }
-    Ok(Candidates { ids, ints, scores })
+    Ok(Candidates { pairs, ints })
 }
 
 /// The dedup plan: exact-int ids hashed in Rust, any other ids interned with Python's hash/==.
@@ -150,7 +148,7 @@ fn plan_ids(py: Python<'_>, candidates: &Candidates<'_>) -> PyResult<Plan> {
     if let Some(ints) = &candidates.ints {
         return Ok(core::plan_ints_here(ints)?);
     }
-    let ids = PyTuple::new(py, &candidates.ids)?;
+    let ids = PyTuple::new(py, candidates.pairs.iter().map(|(id, _)| id))?;
     let mut interner = PyInterner::new(py, std::slice::from_ref(&ids))?;
     core::plan_with(ids.len(), |i| interner.intern(0, i))
 }
@@ -224,10 +222,9 @@ pub fn revalidate<'py>(
 
     // 2. The walk (`core::revalidate`): the lookup, `where` and the results are Python's.
     let plan = plan_ids(py, &candidates)?;
-    let Candidates { ids, scores, .. } = &candidates;
     let get_many = get_many.map(|get_many| {
-        move |first: &[u32]| {
-            let unique = PyList::new(py, first.iter().map(|&p| &ids[p as usize]))?;
+        move |pairs: &[(Bound<'py, PyAny>, Bound<'py, PyAny>)], first: &[u32]| {
+            let unique = PyList::new(py, first.iter().map(|&p| &pairs[p as usize].0))?;
             let found = match get_many.call1((&unique,)) {
                 Ok(found) => found,
                 Err(e) if e.is_instance_of::<PyException>(py) => return Ok(None), // per id
@@ -245,7 +242,7 @@ pub fn revalidate<'py>(
             let dict = found.cast_exact::<PyDict>().ok();
             // (The list passed is the lookup's to keep.)
             let records = first.iter().map(|&p| {
-                let id = &ids[p as usize];
+                let id = &pairs[p as usize].0;
                 let record = match dict {
                     Some(d) => d.get_item(id)?,
                     None => Some(found.call_method1(intern!(py, "get"), (id,))?),
@@ -256,21 +253,26 @@ pub fn revalidate<'py>(
         }
     });
     // A None, or an `Exception` (not a bare BaseException such as KeyboardInterrupt), drops it.
-    let get = |p: usize| match get.call1((&ids[p],)) {
+    let get = |(id, _): &(Bound<'py, PyAny>, Bound<'py, PyAny>)| match get.call1((id,)) {
         Ok(record) => Ok((!record.is_none()).then_some(record)),
         Err(e) if e.is_instance_of::<PyException>(py) => Ok(None),
         Err(e) => Err(e),
     };
-    let keep = |p: usize, record: Bound<'py, PyAny>| {
+    let keep = |(id, score), record: Bound<'py, PyAny>| {
         if let Some(w) = &r#where {
             if !w.call1((&record,))?.is_truthy()? {
                 return Ok(None);
             }
         }
-        let fields = [ids[p].clone(), record, scores[p].clone()];
-        REVALIDATED.make_array(py, fields, true).map(Some)
+        REVALIDATED
+            .make_array(py, [id, record, score], true)
+            .map(Some)
     };
-    PyList::new(py, core::revalidate(&plan, limit, get_many, get, keep)?)
+    let pairs = candidates.pairs;
+    PyList::new(
+        py,
+        core::revalidate(&plan, pairs, limit, get_many, get, keep)?,
+    )
 }
 
 // --- revalidate_batch ------------------------------------------------------------------------------
