@@ -5,9 +5,10 @@
 //! Python binding calls Python); this module does the bookkeeping around that call:
 //! - [`plan`] / [`plan_with`]: the candidates' ids de-duplicated in first-seen order (the batch
 //!   call's argument), and for each candidate the index of its id among them;
-//! - [`rebuild`]: the live candidates in input order, every occurrence of a duplicate kept;
+//! - [`revalidate`]: the walk of a revalidation around the caller's lookup and filter, the live
+//!   candidates in input order, every occurrence of a duplicate kept ([`take_kept`]);
 //! - [`batch_plan`] and [`compact`]: the same over a (Q, P) id matrix with a pad value, the
-//!   compaction running in parallel over rows;
+//!   compaction running in parallel over rows ([`revalidate_batch`]);
 //! - [`pool_size`]: how many candidates to ask an index for.
 
 use std::hash::Hash;
@@ -25,7 +26,7 @@ use crate::pool;
 const PIECE: usize = 1 << 16;
 
 /// `pool_size`'s multiplier when none is given.
-pub const MULTIPLIER: u64 = 3;
+pub const MULTIPLIER: usize = 3;
 
 /// `revalidate_batch`'s pad: an int that fits in int64 (the reference's message for both
 /// bounds).
@@ -68,13 +69,34 @@ pub fn check_live_shape(shape: &[usize], expected: usize) -> Result<()> {
     ))
 }
 
-/// `limit` when the index filters before the scan (`pre_filtering`), else `limit * multiplier`.
-/// `None` when the product overflows.
-pub fn pool_size(limit: u64, pre_filtering: bool, multiplier: u64) -> Option<u64> {
-    if pre_filtering {
-        Some(limit)
+/// What `pool_size` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolSize {
+    /// This many candidates.
+    Exact(u64),
+    /// The limit itself, too large to be held here (the caller's own integer).
+    Limit,
+    /// limit * multiplier, too large to be held here (the caller multiplies its integers).
+    Product,
+}
+
+/// `limit` when the index filters before the scan (`pre_filtering`), else `limit * multiplier`,
+/// of a limit and a multiplier read as counts (saturated to `usize::MAX` beyond i64, as
+/// `params::count` reads them): [`PoolSize::Exact`] when both fit in an i64 and so does the
+/// product, else what the caller computes with its own integers.
+pub fn pool_size(limit: usize, pre_filtering: bool, multiplier: usize) -> PoolSize {
+    let fits = |x: usize| x <= i64::MAX as usize;
+    let exact = if !(fits(limit) && fits(multiplier)) {
+        None
+    } else if pre_filtering {
+        Some(limit as u64)
     } else {
-        limit.checked_mul(multiplier)
+        (limit as u64).checked_mul(multiplier as u64)
+    };
+    match exact {
+        Some(size) => PoolSize::Exact(size),
+        None if pre_filtering => PoolSize::Limit,
+        None => PoolSize::Product,
     }
 }
 
@@ -146,27 +168,75 @@ pub fn plan_ints(ids: &[i64], table: &mut IdTable) -> Result<Plan> {
     })
 }
 
-/// The order-preserving rebuild: the candidates whose id is live (`live[slots[position]]`), in
-/// input order, every occurrence of a duplicate kept, as (position, index of its id among the
-/// unique ids); at most `limit` of them, unless `filtered` (a filter of the caller's decides
-/// which are kept, and stops at the limit itself).
-pub fn rebuild(
-    slots: &[u32],
-    live: &[bool],
+thread_local! {
+    /// The table [`plan_ints_here`] plans with, kept between calls on this thread.
+    static TABLE: std::cell::RefCell<IdTable> = std::cell::RefCell::new(IdTable::default());
+}
+
+/// [`plan_ints`] with this thread's table, kept from call to call (a fresh one if it is in use).
+pub fn plan_ints_here(ids: &[i64]) -> Result<Plan> {
+    TABLE.with(|t| match t.try_borrow_mut() {
+        Ok(mut table) => plan_ints(ids, &mut table),
+        Err(_) => plan_ints(ids, &mut IdTable::default()),
+    })
+}
+
+/// The items that `keep` keeps (returns `Some` of), in order, at most `limit` of them: once
+/// `limit` are kept, no further item is read nor given to `keep`. An error of `keep` stops the
+/// walk.
+#[inline]
+pub fn take_kept<I, T, E>(
+    items: impl IntoIterator<Item = I>,
+    limit: usize,
+    mut keep: impl FnMut(I) -> std::result::Result<Option<T>, E>,
+) -> std::result::Result<Vec<T>, E> {
+    let mut items = items.into_iter();
+    let mut kept = Vec::with_capacity(items.size_hint().0.min(limit));
+    while kept.len() < limit {
+        let Some(item) = items.next() else {
+            break;
+        };
+        if let Some(t) = keep(item)? {
+            kept.push(t);
+        }
+    }
+    Ok(kept)
+}
+
+/// The walk of `revalidate` over `candidates`, planned by `plan` (docs/semantics.md,
+/// "Candidate revalidation"), the lookup and the filter being the caller's:
+/// - no unique id, or `limit` 0: nothing is asked, nothing kept;
+/// - `get_many(candidates, first)`, when given, is called once with the positions of the unique
+///   ids' first occurrences: it returns each unique id's record (`None`: missing), or `None`
+///   when the batch lookup failed, for the per-id walk;
+/// - else `get(candidate)` is asked of each candidate in input order (`None`: dropped);
+/// - `keep(candidate, record)` is given each candidate whose id has a record, in input order
+///   (every occurrence of a duplicate id), and returns what is kept (`None`: filtered out);
+///   the walk stops once `limit` are kept.
+///
+/// Each candidate is handed on or dropped as the walk passes it.
+pub fn revalidate<C, R: Clone, T, E>(
+    plan: &Plan,
+    candidates: Vec<C>,
     limit: Option<usize>,
-    filtered: bool,
-) -> Vec<(u32, u32)> {
-    let limit = limit.filter(|_| !filtered).unwrap_or(usize::MAX);
-    let mut kept = Vec::with_capacity(slots.len().min(limit));
-    kept.extend(
-        slots
-            .iter()
-            .enumerate()
-            .filter(|&(_, &slot)| live[slot as usize])
-            .map(|(position, &slot)| (position as u32, slot))
-            .take(limit),
-    );
-    kept
+    get_many: Option<impl FnOnce(&[C], &[u32]) -> std::result::Result<Option<Vec<Option<R>>>, E>>,
+    mut get: impl FnMut(&C) -> std::result::Result<Option<R>, E>,
+    mut keep: impl FnMut(C, R) -> std::result::Result<Option<T>, E>,
+) -> std::result::Result<Vec<T>, E> {
+    if !asks(plan.n_unique(), limit) {
+        return Ok(Vec::new());
+    }
+    let limit = limit.unwrap_or(usize::MAX);
+    let records = get_many.map(|g| g(&candidates, &plan.first));
+    if let Some(records) = records.transpose()?.flatten() {
+        let live = candidates.into_iter().zip(&plan.slots);
+        let live = live.filter_map(|(c, &slot)| Some((c, records.get(slot as usize)?.as_ref()?)));
+        return take_kept(live, limit, |(c, record)| keep(c, record.clone()));
+    }
+    take_kept(candidates, limit, |c| match get(&c)? {
+        Some(record) => keep(c, record),
+        None => Ok(None),
+    })
 }
 
 /// No unique id: a pad cell, or a table entry for an id that does not occur.
@@ -536,23 +606,48 @@ fn compact_rows<S: Copy + Into<f64> + Sync>(
     }
 }
 
-/// `revalidate_batch` for Rust callers: plans the batch, calls `is_live` ONCE with its unique ids
-/// (not at all when there are none, or `limit` is 0), and compacts it.
+/// Runs the pieces of a call's work that touch none of the caller's objects, and says whether
+/// the call goes on after each: the Python binding runs them with the GIL released, then raises
+/// the exception a signal handler raised meanwhile.
+pub trait Outside<E> {
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E>;
+}
+
+/// Work run on the calling thread, as it is.
+pub struct Here;
+
+impl<E> Outside<E> for Here {
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E> {
+        Ok(work())
+    }
+}
+
+/// `revalidate_batch`: plans the batch (`outside`), calls `is_live` ONCE with its unique ids in
+/// first-seen order (not at all when there are none, or `limit` is 0) and compacts the batch
+/// (`outside`, in parallel). `cancel` stops the plan and the compaction.
 pub fn revalidate_batch<S: Copy + Into<f64> + Sync, E: From<Error>>(
     batch: &Batch<'_, S>,
     limit: Option<usize>,
-    is_live: impl FnOnce(&[i64]) -> std::result::Result<Vec<bool>, E>,
+    cancel: &Cancel<'_>,
+    outside: &impl Outside<E>,
+    is_live: impl FnOnce(Vec<i64>) -> std::result::Result<Vec<bool>, E>,
 ) -> std::result::Result<Compacted, E> {
-    let cancel = Cancel::none();
-    let plan = batch.plan(&cancel)?;
-    let live = if !asks(plan.unique.len(), limit) {
-        Vec::new()
-    } else {
-        let live = is_live(&plan.unique)?;
-        check_live_len(live.len(), plan.unique.len())?;
-        live
-    };
-    Ok(compact(batch, &plan, &live, limit, &cancel)?)
+    let mut plan = outside.run(|| batch.plan(cancel))??;
+    let mut live = Vec::new();
+    if asks(plan.unique.len(), limit) {
+        let unique = std::mem::take(&mut plan.unique);
+        let n_unique = unique.len();
+        live = is_live(unique)?;
+        check_live_len(live.len(), n_unique)?;
+    }
+    let live = &live;
+    Ok(outside.run(move || {
+        let out = compact(batch, &plan, live, limit, cancel);
+        if out.is_err() {
+            pool::free_later(plan); // a large plan takes a while to free
+        }
+        out
+    })??)
 }
 
 /// `is_live` must answer one bool per unique id.
@@ -604,37 +699,112 @@ mod tests {
 
     #[test]
     fn pool_sizes() {
-        assert_eq!(pool_size(2, true, 3), Some(2));
-        assert_eq!(pool_size(2, false, 3), Some(6));
-        assert_eq!(pool_size(0, false, 3), Some(0));
-        assert_eq!(pool_size(u64::MAX, false, 2), None);
-        assert_eq!(pool_size(u64::MAX, true, 2), Some(u64::MAX));
+        use PoolSize::*;
+        assert_eq!(pool_size(2, true, 3), Exact(2));
+        assert_eq!(pool_size(2, false, 3), Exact(6));
+        assert_eq!(pool_size(0, false, 3), Exact(0));
+        let big = i64::MAX as usize;
+        assert_eq!(pool_size(big, true, big), Exact(big as u64));
+        assert_eq!(pool_size(big, false, 2), Exact(2 * big as u64));
+        assert_eq!(pool_size(big, false, 3), Product);
+        assert_eq!(pool_size(big + 1, false, 1), Product);
+        assert_eq!(pool_size(2, false, usize::MAX), Product);
+        assert_eq!(pool_size(usize::MAX, true, 2), Limit);
+        assert_eq!(pool_size(2, true, usize::MAX), Limit);
+    }
+
+    /// `revalidate` over `ids` with the records `store` (by id), `get_many` or not, a filter
+    /// `accept`: the kept (position, record), and the calls made.
+    #[allow(clippy::type_complexity)]
+    fn walk(
+        ids: &[i64],
+        store: &[(i64, &'static str)],
+        batch: Option<bool>,
+        limit: Option<usize>,
+        accept: impl Fn(&str) -> bool,
+    ) -> (Vec<(usize, &'static str)>, Vec<String>) {
+        let calls = std::cell::RefCell::new(Vec::new());
+        let record = |id: i64| store.iter().find(|(i, _)| *i == id).map(|(_, r)| *r);
+        let p = plan(ids).unwrap();
+        // Some(true): a batch lookup that answers; Some(false): one that fails.
+        let (calls_ref, record_ref) = (&calls, &record);
+        let get_many = batch.map(|answers| {
+            move |_: &[(usize, i64)], first: &[u32]| {
+                calls_ref.borrow_mut().push(format!("get_many {first:?}"));
+                let records = first.iter().map(|&f| record_ref(ids[f as usize])).collect();
+                Ok::<_, ()>(answers.then_some(records))
+            }
+        });
+        let get = |&(position, id): &(usize, i64)| {
+            calls.borrow_mut().push(format!("get {position}"));
+            Ok(record(id))
+        };
+        let keep = |(position, _): (usize, i64), r: &'static str| {
+            calls.borrow_mut().push(format!("where {r}"));
+            Ok(accept(r).then_some((position, r)))
+        };
+        let candidates = ids.iter().copied().enumerate().collect();
+        let kept = revalidate(&p, candidates, limit, get_many, get, keep).unwrap();
+        (kept, calls.into_inner())
     }
 
     #[test]
-    fn plan_is_first_seen_and_rebuild_keeps_every_occurrence() {
+    fn plan_is_first_seen_and_the_walk_keeps_every_occurrence() {
         let p = plan(&[1, 1, 2, 3, 2]).unwrap();
         assert_eq!(p.first, vec![0, 2, 3]);
         assert_eq!(p.slots, vec![0, 0, 1, 2, 1]);
-        // 1 live, 2 live, 3 dead: every occurrence of 1 and 2, in input order.
-        let live = [true, true, false];
-        let positions =
-            |kept: Vec<(u32, u32)>| kept.into_iter().map(|(p, _)| p).collect::<Vec<_>>();
-        assert_eq!(
-            rebuild(&p.slots, &live, None, false),
-            vec![(0, 0), (1, 0), (2, 1), (4, 1)]
-        );
-        assert_eq!(
-            positions(rebuild(&p.slots, &live, Some(3), false)),
-            [0, 1, 2]
-        );
-        // A filter of the caller's stops at the limit itself: every live candidate.
-        assert_eq!(
-            positions(rebuild(&p.slots, &live, Some(3), true)),
-            [0, 1, 2, 4]
-        );
-        assert_eq!(rebuild(&p.slots, &[false, false, false], None, false), []);
         assert_eq!(plan::<i64>(&[]).unwrap(), Plan::default());
+        // 1 and 2 live, 3 dead: every occurrence of 1 and 2, in input order.
+        let ids = [1, 1, 2, 3, 2];
+        let store = [(1, "a"), (2, "b")];
+        let all = |_: &str| true;
+        let (kept, calls) = walk(&ids, &store, Some(true), None, all);
+        assert_eq!(kept, [(0, "a"), (1, "a"), (2, "b"), (4, "b")]);
+        assert_eq!(calls[0], "get_many [0, 2, 3]");
+        assert_eq!(calls.len(), 5);
+        // The limit stops the walk: no more filter calls once it is reached.
+        let (kept, calls) = walk(&ids, &store, Some(true), Some(3), |r| r != "a");
+        assert_eq!(kept, [(2, "b"), (4, "b")]);
+        assert_eq!(calls.len(), 5);
+        let (kept, calls) = walk(&ids, &store, Some(true), Some(2), all);
+        assert_eq!((kept.len(), calls.len()), (2, 3));
+        // A failed batch lookup: one get per candidate, duplicates included, until the limit.
+        let (kept, calls) = walk(&ids, &store, Some(false), Some(3), all);
+        assert_eq!(kept, [(0, "a"), (1, "a"), (2, "b")]);
+        let gets = ["get 0", "where a", "get 1", "where a", "get 2", "where b"];
+        assert_eq!(calls[1..], gets);
+        let (kept, calls) = walk(&ids, &store, None, None, all);
+        assert_eq!((kept.len(), calls.len()), (4, 9));
+        // Nothing asked for no ids, or limit 0.
+        assert_eq!(walk(&[], &store, Some(true), None, all), (vec![], vec![]));
+        assert_eq!(
+            walk(&ids, &store, Some(true), Some(0), all),
+            (vec![], vec![])
+        );
+    }
+
+    #[test]
+    fn take_kept_reads_no_item_past_the_limit() {
+        let mut read = 0;
+        let items = (0..10).inspect(|_| read += 1);
+        let kept = take_kept(items, 2, |i| Ok::<_, ()>((i % 2 == 1).then_some(i)));
+        assert_eq!((kept, read), (Ok(vec![1, 3]), 4));
+        assert_eq!(take_kept(0..10, 0, |i| Ok(Some(i))), Ok::<_, ()>(vec![]));
+        let all = take_kept(0..10, 100, |i| Ok(Some(i)));
+        assert_eq!(all.map(|v| v.len()), Ok::<_, ()>(10));
+        let failing = take_kept(
+            0..10,
+            100,
+            |i| if i == 9 { Err("nine") } else { Ok(Some(i)) },
+        );
+        assert_eq!(failing, Err("nine"));
+    }
+
+    #[test]
+    fn plan_ints_here_reuses_its_table() {
+        let ids = [3, 1, 3, i64::MIN];
+        assert_eq!(plan_ints_here(&ids).unwrap(), plan(&ids).unwrap());
+        assert_eq!(plan_ints_here(&[]).unwrap(), Plan::default());
     }
 
     #[test]
@@ -706,9 +876,10 @@ mod tests {
             reference_batch(ids, &scores, n_rows, n_cols, pad, limit, alive);
         let mut asked = None;
         let batch = Batch::new(ids, &scores, n_rows, n_cols, pad).unwrap();
-        let out = revalidate_batch::<f64, Error>(&batch, limit, |u| {
-            asked = Some(u.to_vec());
-            Ok(u.iter().map(|&x| alive(x)).collect())
+        let out = revalidate_batch::<f64, Error>(&batch, limit, &Cancel::none(), &Here, |u| {
+            let live = u.iter().map(|&x| alive(x)).collect();
+            asked = Some(u);
+            Ok(live)
         })
         .unwrap();
         let expected_asked = (!unique.is_empty() && limit != Some(0)).then_some(unique);
@@ -802,10 +973,12 @@ mod tests {
         let ids = [1, 2, -1, 2];
         let scores32 = [0.1f32, f32::NAN, 7.0, 1e30];
         let scores64: Vec<f64> = scores32.iter().map(|&x| x as f64).collect();
-        let all = |u: &[i64]| Ok::<_, Error>(vec![true; u.len()]);
-        let a = revalidate_batch(&Batch::new(&ids, &scores32, 2, 2, -1).unwrap(), None, all);
-        let b = revalidate_batch(&Batch::new(&ids, &scores64, 2, 2, -1).unwrap(), None, all);
-        let (a, b) = (a.unwrap(), b.unwrap());
+        fn all_live<S: Copy + Into<f64> + Sync>(ids: &[i64], scores: &[S]) -> Compacted {
+            let batch = Batch::new(ids, scores, 2, 2, -1).unwrap();
+            let all = |u: Vec<i64>| Ok::<_, Error>(vec![true; u.len()]);
+            revalidate_batch(&batch, None, &Cancel::none(), &Here, all).unwrap()
+        }
+        let (a, b) = (all_live(&ids, &scores32), all_live(&ids, &scores64));
         // The bits of each number; a NaN is one NaN (Rust leaves the sign and payload of a
         // widened NaN unspecified, and Miri varies them).
         let bits = |v: &[f64]| {
@@ -836,7 +1009,7 @@ mod tests {
         assert!(Batch::new(&[1, 2], &[0.0], 1, 2, -1).is_err());
         assert!(Batch::<f64>::new(&[], &[], usize::MAX, 2, -1).is_err());
         let batch = Batch::new(&[1, 2], &[0.0, 0.0], 1, 2, -1).unwrap();
-        let short = |_: &[i64]| Ok::<_, Error>(vec![true]);
-        assert!(revalidate_batch(&batch, None, short).is_err());
+        let short = |_: Vec<i64>| Ok::<_, Error>(vec![true]);
+        assert!(revalidate_batch(&batch, None, &Cancel::none(), &Here, short).is_err());
     }
 }

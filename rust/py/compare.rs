@@ -6,7 +6,7 @@
 //! argument (`super::errors`): the conversions' here, the core's checks' (`stats::paired_tests`:
 //! a value that is not finite is located at its row and query, as `list` and `rank`) there.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyModule, PyTuple};
 
@@ -16,48 +16,27 @@ use super::errors::{type_error, value_error};
 use super::signals;
 use crate::stats::{self, Correction, Settings, Test};
 
-/// A 2-D float64 numpy array's values, copied (other Python threads may write to the array
-/// while the core reads with the GIL released), and its shape.
-fn rows(value: &Bound<'_, PyAny>, name: &str) -> PyResult<(Vec<f64>, usize, usize)> {
-    let array = value.cast::<PyArray2<f64>>().map_err(|_| {
-        type_error(
-            name,
-            format!(
-                "{name} must be a 2-D float64 array, got {}",
-                describe(value)
-            ),
-        )
-    })?;
-    let shape = (array.shape()[0], array.shape()[1]);
-    let values = array
-        .readonly()
-        .as_slice()
-        .map(<[f64]>::to_vec)
-        .map_err(|_| value_error(name, format!("{name} must be a C-contiguous array")))?;
-    Ok((values, shape.0, shape.1))
-}
-
-/// A 1-D numpy array of `T` (`dtype`), copied.
-fn vector<T: numpy::Element + Copy>(
+/// A `D`-dimensional, C-contiguous numpy array of `T` (`dtype`): its values, copied (other
+/// Python threads may write to the array while the core reads with the GIL released), and its
+/// shape.
+fn copied<T: numpy::Element + Copy, const D: usize>(
     value: &Bound<'_, PyAny>,
     name: &str,
     dtype: &str,
-) -> PyResult<Vec<T>> {
-    let array = value.cast::<PyArray1<T>>().map_err(|_| {
-        type_error(
-            name,
-            format!(
-                "{name} must be a 1-D {dtype} array, got {}",
-                describe(value)
-            ),
-        )
-    })?;
-    let values = array
-        .readonly()
-        .as_slice()
-        .map(<[T]>::to_vec)
-        .map_err(|_| value_error(name, format!("{name} must be a C-contiguous array")))?;
-    Ok(values)
+) -> PyResult<(Vec<T>, [usize; D])> {
+    let not_one = || {
+        let message = format!(
+            "{name} must be a {D}-D {dtype} array, got {}",
+            describe(value)
+        );
+        type_error(name, message)
+    };
+    let array = value.cast::<PyArrayDyn<T>>().map_err(|_| not_one())?;
+    let shape = <[usize; D]>::try_from(array.shape()).map_err(|_| not_one())?;
+    let values = array.readonly().as_slice().map(<[T]>::to_vec);
+    let values =
+        values.map_err(|_| value_error(name, format!("{name} must be a C-contiguous array")))?;
+    Ok((values, shape))
 }
 
 /// An integer in `0..2**64` (`seed`, `permutations`).
@@ -93,9 +72,9 @@ fn _paired_tests<'py>(
     confidence: &Bound<'py, PyAny>,
     threads: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let (x, tests, n) = rows(x, "x")?;
-    let (y, _, _) = rows(y, "y")?;
-    let streams = vector::<u64>(streams, "streams", "uint64")?;
+    let (x, [tests, n]) = copied::<f64, 2>(x, "x", "float64")?;
+    let (y, _) = copied::<f64, 2>(y, "y", "float64")?;
+    let (streams, _) = copied::<u64, 1>(streams, "streams", "uint64")?;
     stats::check_streams(streams.len(), tests)?;
     let settings = Settings {
         test: choice(test.as_borrowed(), "test", Test::NAMES, Test::from_name)?,
@@ -107,26 +86,10 @@ fn _paired_tests<'py>(
     let outcomes = signals::detached(py, |cancel| {
         stats::paired_tests(&x, &y, n, &streams, &settings, n_threads, cancel)
     })??;
-    let column = |f: fn(&stats::Paired) -> f64| -> Vec<f64> { outcomes.iter().map(f).collect() };
-    let count = |f: fn(&stats::Paired) -> usize| -> Vec<i64> {
-        outcomes
-            .iter()
-            .map(|o| i64::try_from(f(o)).unwrap_or(i64::MAX))
-            .collect()
-    };
-    PyTuple::new(
-        py,
-        [
-            column(|o| o.delta).into_pyarray(py).into_any(),
-            column(|o| o.p).into_pyarray(py).into_any(),
-            column(|o| o.effect_size).into_pyarray(py).into_any(),
-            column(|o| o.low).into_pyarray(py).into_any(),
-            column(|o| o.high).into_pyarray(py).into_any(),
-            count(|o| o.wins).into_pyarray(py).into_any(),
-            count(|o| o.ties).into_pyarray(py).into_any(),
-            count(|o| o.losses).into_pyarray(py).into_any(),
-        ],
-    )
+    let (values, counts) = stats::columns(&outcomes);
+    let values = values.map(|v| v.into_pyarray(py).into_any());
+    let counts = counts.map(|c| c.into_pyarray(py).into_any());
+    PyTuple::new(py, values.into_iter().chain(counts).collect::<Vec<_>>())
 }
 
 /// The family of p-values `p` (a 1-D float64 array) corrected by `method` (one of
@@ -137,7 +100,7 @@ fn _correct<'py>(
     p: &Bound<'py, PyAny>,
     method: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let p = vector::<f64>(p, "p", "float64")?;
+    let (p, _) = copied::<f64, 1>(p, "p", "float64")?;
     let method = choice(
         method.as_borrowed(),
         "method",
@@ -152,7 +115,7 @@ fn _correct<'py>(
 /// FusionError naming `values`.
 #[pyfunction]
 fn _row_means<'py>(py: Python<'py>, values: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let (values, _, n) = rows(values, "values")?;
+    let (values, [_, n]) = copied::<f64, 2>(values, "values", "float64")?;
     Ok(stats::row_means(&values, n)?.into_pyarray(py).into_any())
 }
 
@@ -161,7 +124,6 @@ fn _row_means<'py>(py: Python<'py>, values: &Bound<'py, PyAny>) -> PyResult<Boun
 #[pyfunction]
 fn _exact(n: &Bound<'_, PyAny>, permutations: &Bound<'_, PyAny>) -> PyResult<bool> {
     let n = unsigned(n, "n")?;
-    let n = usize::try_from(n).unwrap_or(usize::MAX);
     Ok(stats::exact(n, unsigned(permutations, "permutations")?))
 }
 

@@ -10,6 +10,7 @@ use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 use super::args::integer;
 use super::fusion::fusion_arg;
 use super::query;
+use crate::revalidate::take_kept;
 
 /// The candidates of every search, if each search is a list of `(id, float)` 2-tuples (exact
 /// types): then nothing but the ids needs checking, and they were checked by hashing them here.
@@ -68,6 +69,10 @@ pub fn _pairs_union<'py>(
     Ok(Some(seen.keys()))
 }
 
+fn not_pairs() -> PyErr {
+    PyTypeError::new_err("searches must be lists of (id, float) tuples")
+}
+
 /// The fusion of the live candidates of each search: each list keeps, in order, its candidates
 /// whose id is `in alive`, up to `window` of them, and is fused as `fusion(ids, scores)` — the
 /// same hits, the same errors. Every search must be a list of `(id, float)` 2-tuples (TypeError
@@ -83,26 +88,16 @@ pub fn _fuse_live_pairs<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let fusion = fusion_arg(fusion)?;
     let Some(searches) = tuple_pairs(searches)? else {
-        return Err(PyTypeError::new_err(
-            "searches must be lists of (id, float) tuples",
-        ));
+        return Err(not_pairs());
     };
     let window = integer(window, "window", 0)?;
     let mut lists = Vec::with_capacity(searches.len());
     let mut scores = Vec::with_capacity(searches.len());
     for search in &searches {
-        let mut ids = Vec::new();
-        let mut values = Vec::new();
-        for item in search.iter() {
-            if ids.len() >= window {
-                break;
-            }
-            // The list is the caller's: `alive.__contains__` may have changed it.
-            let pair = item.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 2);
-            let Some(pair) = pair else {
-                return Err(PyTypeError::new_err(
-                    "searches must be lists of (id, float) tuples",
-                ));
+        // The list is the caller's: `alive.__contains__` may have changed it.
+        let live = take_kept(search.iter(), window, |item| {
+            let Some(pair) = item.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 2) else {
+                return Err(not_pairs());
             };
             // SAFETY: a tuple of two items.
             let (id, score) = unsafe {
@@ -111,11 +106,10 @@ pub fn _fuse_live_pairs<'py>(
                     pair.get_borrowed_item_unchecked(1),
                 )
             };
-            if alive.contains(id)? {
-                ids.push(id.to_owned());
-                values.push(score.to_owned());
-            }
-        }
+            let live = alive.contains(id)?;
+            Ok(live.then(|| (id.to_owned(), score.to_owned())))
+        })?;
+        let (ids, values): (Vec<_>, Vec<_>) = live.into_iter().unzip();
         lists.push(PyTuple::new(py, ids)?);
         scores.push(PyTuple::new(py, values)?);
     }

@@ -1,6 +1,6 @@
 //! `revalidate`, `pool_size` and `revalidate_batch`: arguments checked in the reference's order,
-//! the plan, rebuild and compaction in Rust (`crate::revalidate`), Python called only for the
-//! lookup, `where` and `is_live`.
+//! the plan, the walk and the compaction in Rust (`crate::revalidate`), Python called only for
+//! the lookup, `where` and `is_live`.
 
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -18,13 +18,7 @@ use super::errors::{type_error, value_error};
 use super::keys::{as_i64, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use super::signals::Signals;
-use crate::fusion::IdTable;
-use crate::revalidate::{self as core, Plan};
-
-/// Is `exc` an `Exception` (as opposed to a bare BaseException such as KeyboardInterrupt)?
-fn is_exception(py: Python<'_>, exc: &PyErr) -> bool {
-    exc.is_instance_of::<PyException>(py)
-}
+use crate::revalidate::{self as core, Plan, PoolSize};
 
 // --- pool_size -------------------------------------------------------------------------------------
 
@@ -47,25 +41,18 @@ pub fn pool_size<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let n = integer(limit, "limit", 0)?;
     let m = match &multiplier {
-        Arg::Missing => core::MULTIPLIER as usize,
+        Arg::Missing => core::MULTIPLIER,
         Arg::Given(v) => integer(v, "multiplier", 1)?,
     };
     let pre = filtering.is_instance_of::<PyString>() && filtering.eq("pre")?;
-    // `integer` saturates beyond i64; such sizes (and overflowing products) are computed exactly
-    // with Python ints, as the reference does.
-    let fits = |x: usize| x <= i64::MAX as usize;
-    if fits(n) && fits(m) {
-        if let Some(size) = core::pool_size(n as u64, pre, m as u64) {
-            return Ok(size.into_pyobject(py)?.into_any());
-        }
-    }
-    let limit = index(limit, "limit")?;
-    if pre {
-        return Ok(limit);
-    }
-    match multiplier {
-        Arg::Missing => limit.mul(core::MULTIPLIER),
-        Arg::Given(v) => limit.mul(index(&v, "multiplier")?),
+    // Sizes beyond i64 are computed with Python ints, exactly, as the reference does.
+    match core::pool_size(n, pre, m) {
+        PoolSize::Exact(size) => Ok(size.into_pyobject(py)?.into_any()),
+        PoolSize::Limit => Ok(index(limit, "limit")?),
+        PoolSize::Product => index(limit, "limit")?.mul(match multiplier {
+            Arg::Missing => core::MULTIPLIER.into_pyobject(py)?.into_any(),
+            Arg::Given(v) => index(&v, "multiplier")?,
+        }),
     }
 }
 
@@ -80,43 +67,26 @@ fn pair<'py>(
         if t.len() == 2 {
             // SAFETY: a tuple of two items.
             return unsafe {
-                Ok((
-                    t.get_borrowed_item_unchecked(0).to_owned(),
-                    t.get_borrowed_item_unchecked(1).to_owned(),
-                ))
+                let id = t.get_borrowed_item_unchecked(0).to_owned();
+                Ok((id, t.get_borrowed_item_unchecked(1).to_owned()))
             };
         }
     }
-    let name = format!("candidates[{i}]");
-    let items = items_of(value, |_| {
-        let message = format!(
-            "{name} must be an (id, score) pair, got {}",
-            describe(value)
-        );
-        type_error(&name, message)
-    })?;
+    let name = || format!("candidates[{i}]");
+    let not_a_pair = |got| format!("{} must be an (id, score) pair, got {got}", name());
+    let items = items_of(value, |_| type_error(&name(), not_a_pair(describe(value))))?;
     if items.len() != 2 {
-        let message = format!(
-            "{name} must be an (id, score) pair, got {} items",
-            items.len()
-        );
-        return Err(value_error(&name, message));
+        let message = not_a_pair(format!("{} items", items.len()));
+        return Err(value_error(&name(), message));
     }
-    // SAFETY: a tuple of two items.
-    unsafe {
-        Ok((
-            items.get_borrowed_item_unchecked(0).to_owned(),
-            items.get_borrowed_item_unchecked(1).to_owned(),
-        ))
-    }
+    Ok((items.get_item(0)?, items.get_item(1)?))
 }
 
-/// The candidates' ids, their values when every one is an exact int that fits in i64, and
-/// their scores (float objects), checked like the reference.
+/// The candidates (id, score (a float object)), checked like the reference, and the ids' values
+/// when every one is an exact int that fits in i64.
 struct Candidates<'py> {
-    ids: Vec<Bound<'py, PyAny>>,
+    pairs: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     ints: Option<Vec<i64>>,
-    scores: Vec<Bound<'py, PyAny>>,
 }
 
 /// Signals are checked every this many candidates read.
@@ -137,9 +107,8 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
         ));
     }
     let outer = as_tuple(candidates, "candidates")?;
-    let mut ids = Vec::with_capacity(outer.len());
+    let mut pairs = Vec::with_capacity(outer.len());
     let mut ints = Some(Vec::with_capacity(outer.len()));
-    let mut scores = Vec::with_capacity(outer.len());
     for i in 0..outer.len() {
         if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
             py.check_signals()?;
@@ -163,34 +132,42 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
                 None => ints = None,
             }
         }
-        ids.push(id);
         // The score as a float object: the candidate's own when it is one.
-        scores.push(if score.is_exact_instance_of::<PyFloat>() {
+        let score = if score.is_exact_instance_of::<PyFloat>() {
             score
         } else {
             PyFloat::new(py, real(&score, &format!("candidates[{i}][1]"))?).into_any()
-        });
+        };
+        pairs.push((id, score));
     }
-    Ok(Candidates { ids, ints, scores })
-}
-
-thread_local! {
-    /// The table exact-int ids are planned with, kept between calls on this thread.
-    static TABLE: std::cell::RefCell<IdTable> = std::cell::RefCell::new(IdTable::default());
+    Ok(Candidates { pairs, ints })
 }
 
 /// The dedup plan: exact-int ids hashed in Rust, any other ids interned with Python's hash/==.
 fn plan_ids(py: Python<'_>, candidates: &Candidates<'_>) -> PyResult<Plan> {
     if let Some(ints) = &candidates.ints {
-        return Ok(TABLE.with(|t| match t.try_borrow_mut() {
-            Ok(mut table) => core::plan_ints(ints, &mut table),
-            Err(_) => core::plan_ints(ints, &mut IdTable::default()),
-        })?);
+        return Ok(core::plan_ints_here(ints)?);
     }
-    let ids = PyTuple::new(py, &candidates.ids)?;
-    let lists = std::slice::from_ref(&ids);
-    let mut interner = PyInterner::new(py, lists)?;
+    let ids = PyTuple::new(py, candidates.pairs.iter().map(|(id, _)| id))?;
+    let mut interner = PyInterner::new(py, std::slice::from_ref(&ids))?;
     core::plan_with(ids.len(), |i| interner.intern(0, i))
+}
+
+/// Our TypeError `{name} must be {must}, got {shown(value)}` for a value given that is not
+/// callable.
+fn callable(
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    must: &str,
+    shown: fn(&Bound<'_, PyAny>) -> String,
+) -> PyResult<()> {
+    match value {
+        Some(v) if !v.is_callable() => Err(type_error(
+            name,
+            format!("{name} must be {must}, got {}", shown(v)),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The live candidates, as (id, record, score) triples, in input order (docs/semantics.md, "Candidate
@@ -230,119 +207,72 @@ pub fn revalidate<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     // 1. Arguments, in signature order.
     let candidates = extract_candidates(candidates)?;
-    let get = match lookup.getattr_opt(intern!(py, "get"))? {
-        Some(get) if get.is_callable() => get,
-        _ => {
-            return Err(type_error(
-                "lookup",
-                format!(
-                    "lookup must have a get(id) method (or be a Mapping), got {}",
-                    type_name(lookup)
-                ),
-            ))
-        }
-    };
+    let get = lookup
+        .getattr_opt(intern!(py, "get"))?
+        .filter(|g| g.is_callable());
+    let get = get.ok_or_else(|| {
+        let got = type_name(lookup);
+        let message = format!("lookup must have a get(id) method (or be a Mapping), got {got}");
+        type_error("lookup", message)
+    })?;
     let get_many = lookup.getattr_opt(intern!(py, "get_many"))?;
-    if let Some(g) = &get_many {
-        if !g.is_callable() {
-            return Err(type_error(
-                "lookup.get_many",
-                format!("lookup.get_many must be callable, got {}", type_name(g)),
-            ));
-        }
-    }
-    if let Some(w) = &r#where {
-        if !w.is_callable() {
-            return Err(type_error(
-                "where",
-                format!("where must be callable or None, got {}", describe(w)),
-            ));
-        }
-    }
+    callable(get_many.as_ref(), "lookup.get_many", "callable", type_name)?;
+    callable(r#where.as_ref(), "where", "callable or None", describe)?;
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
 
-    // 2. The plan. No ids, or limit 0: the lookup is not called at all.
+    // 2. The walk (`core::revalidate`): the lookup, `where` and the results are Python's.
     let plan = plan_ids(py, &candidates)?;
-    if !core::asks(plan.n_unique(), limit) {
-        return Ok(PyList::empty(py));
-    }
-    let cap = limit.unwrap_or(usize::MAX);
-    let mut out = Vec::new();
-    // Keeps a live record unless `where` rejects it; true once `limit` are kept.
-    let mut keep = |(id, score), record: Bound<'py, PyAny>| -> PyResult<bool> {
+    let get_many = get_many.map(|get_many| {
+        move |pairs: &[(Bound<'py, PyAny>, Bound<'py, PyAny>)], first: &[u32]| {
+            let unique = PyList::new(py, first.iter().map(|&p| &pairs[p as usize].0))?;
+            let found = match get_many.call1((&unique,)) {
+                Ok(found) => found,
+                Err(e) if e.is_instance_of::<PyException>(py) => return Ok(None), // per id
+                Err(e) => return Err(e),
+            };
+            if !found.is_instance(mapping_type(py)?)? {
+                return Err(type_error(
+                    "lookup.get_many",
+                    format!(
+                        "lookup.get_many must return a mapping id -> record or None, got {}",
+                        type_name(&found)
+                    ),
+                ));
+            }
+            let dict = found.cast_exact::<PyDict>().ok();
+            // (The list passed is the lookup's to keep.)
+            let records = first.iter().map(|&p| {
+                let id = &pairs[p as usize].0;
+                let record = match dict {
+                    Some(d) => d.get_item(id)?,
+                    None => Some(found.call_method1(intern!(py, "get"), (id,))?),
+                };
+                Ok(record.filter(|r| !r.is_none()))
+            });
+            records.collect::<PyResult<_>>().map(Some)
+        }
+    });
+    // A None, or an `Exception` (not a bare BaseException such as KeyboardInterrupt), drops it.
+    let get = |(id, _): &(Bound<'py, PyAny>, Bound<'py, PyAny>)| match get.call1((id,)) {
+        Ok(record) => Ok((!record.is_none()).then_some(record)),
+        Err(e) if e.is_instance_of::<PyException>(py) => Ok(None),
+        Err(e) => Err(e),
+    };
+    let keep = |(id, score), record: Bound<'py, PyAny>| {
         if let Some(w) = &r#where {
             if !w.call1((&record,))?.is_truthy()? {
-                return Ok(false);
+                return Ok(None);
             }
         }
-        out.push(REVALIDATED.make_array(py, [id, record, score], true)?);
-        Ok(out.len() >= cap)
+        REVALIDATED
+            .make_array(py, [id, record, score], true)
+            .map(Some)
     };
-    let Candidates { ids, scores, .. } = candidates;
-
-    // 3. Batch path: ONE call with the unique ids; an Exception falls back to the per-id path.
-    if let Some(get_many) = get_many {
-        let unique = PyList::new(py, plan.first.iter().map(|&p| &ids[p as usize]))?;
-        match get_many.call1((&unique,)) {
-            Ok(found) => {
-                if !found.is_instance(mapping_type(py)?)? {
-                    return Err(type_error(
-                        "lookup.get_many",
-                        format!(
-                            "lookup.get_many must return a mapping id -> record or None, got {}",
-                            type_name(&found)
-                        ),
-                    ));
-                }
-                let dict = found.cast_exact::<PyDict>().ok();
-                let get_found = intern!(py, "get");
-                // The records of the unique ids (the list passed is the lookup's to keep).
-                let mut records = Vec::with_capacity(plan.n_unique());
-                for u in plan.first.iter().map(|&p| &ids[p as usize]) {
-                    let record = match dict {
-                        Some(d) => d.get_item(u)?,
-                        None => Some(found.call_method1(get_found, (u,))?),
-                    };
-                    records.push(record.filter(|r| !r.is_none()));
-                }
-                // 4. The rebuild, in input order (in Rust).
-                let present: Vec<bool> = records.iter().map(Option::is_some).collect();
-                let filtered = r#where.is_some();
-                for (p, u) in core::rebuild(&plan.slots, &present, limit, filtered) {
-                    let (p, u) = (p as usize, u as usize);
-                    let (Some(id), Some(score), Some(Some(record))) =
-                        (ids.get(p), scores.get(p), records.get(u))
-                    else {
-                        // (rebuild keeps present records of candidates only: a bug, raised.)
-                        let bug = "rankfusion internal error: the rebuild kept a missing record";
-                        return Err(pyo3::exceptions::PyRuntimeError::new_err(bug));
-                    };
-                    if keep((id.clone(), score.clone()), record.clone())? {
-                        break;
-                    }
-                }
-                return PyList::new(py, out);
-            }
-            Err(e) if is_exception(py, &e) => {}
-            Err(e) => return Err(e),
-        }
-    }
-
-    // Per-id path: one get() per candidate; an Exception or None drops it.
-    for (id, score) in ids.into_iter().zip(scores) {
-        let record = match get.call1((&id,)) {
-            Ok(r) => r,
-            Err(e) if is_exception(py, &e) => continue,
-            Err(e) => return Err(e),
-        };
-        if record.is_none() {
-            continue;
-        }
-        if keep((id, score), record)? {
-            break;
-        }
-    }
-    PyList::new(py, out)
+    let pairs = candidates.pairs;
+    PyList::new(
+        py,
+        core::revalidate(&plan, pairs, limit, get_many, get, keep)?,
+    )
 }
 
 // --- revalidate_batch ------------------------------------------------------------------------------
@@ -399,12 +329,7 @@ pub fn revalidate_batch<'py>(
         "a real array (integer or float dtype)",
     )?;
     core::check_shapes(scores.shape(), ids.shape())?;
-    if !is_live.is_callable() {
-        return Err(type_error(
-            "is_live",
-            format!("is_live must be callable, got {}", describe(is_live)),
-        ));
-    }
+    callable(Some(is_live), "is_live", "callable", describe)?;
     let limit = limit.map(|l| integer(&l, "limit", 0)).transpose()?;
     let pad = pad.or(crate::batch::PAD, |v| {
         Ok(core::pad(integer_setting(v, "pad")?)?)
@@ -414,62 +339,75 @@ pub fn revalidate_batch<'py>(
     // numpy first), through read-only borrows held across the GIL-free work: like numpy's own
     // GIL-free loops, the call assumes no other thread writes them meanwhile (if one does, the
     // result is unspecified, but nothing panics or reads out of bounds).
-    let (n_rows, n_cols) = (ids.shape()[0], ids.shape()[1]);
+    let shape = (ids.shape()[0], ids.shape()[1]);
     let ids = contiguous(&ids, "int64")?;
     let ids = borrow::<i64>(&ids)?;
     let ids = slice(&ids)?;
     if scores.dtype().kind() == b'f' && scores.dtype().itemsize() == 4 {
-        let scores = contiguous(&scores, "float32")?;
-        let scores = borrow::<f32>(&scores)?;
-        let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
-        revalidate_rows(py, &batch, is_live, limit)
+        revalidate_rows::<f32>(py, ids, &scores, "float32", shape, pad, is_live, limit)
     } else {
-        let scores = contiguous(&scores, "float64")?;
-        let scores = borrow::<f64>(&scores)?;
-        let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
-        revalidate_rows(py, &batch, is_live, limit)
+        revalidate_rows::<f64>(py, ids, &scores, "float64", shape, pad, is_live, limit)
     }
 }
 
-/// The plan (GIL released), ONE `is_live` call, then the per-row compaction (in parallel, GIL
-/// released), and the result arrays.
-fn revalidate_rows<'py, S: Copy + Into<f64> + Sync>(
+/// Detached work: the GIL released, then the exception a signal handler raised meanwhile.
+struct Detached<'a, 'py>(Python<'py>, &'a Signals);
+
+impl core::Outside<PyErr> for Detached<'_, '_> {
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+        let out = self.0.detach(work);
+        self.1.raise()?;
+        Ok(out)
+    }
+}
+
+/// `core::revalidate_batch` of the batch of `ids` and `scores` read as `dtype` (the plan and
+/// the compaction with the GIL released), and the result arrays.
+#[allow(clippy::too_many_arguments)]
+fn revalidate_rows<'py, S: numpy::Element + Copy + Into<f64> + Sync>(
     py: Python<'py>,
-    batch: &core::Batch<'_, S>,
+    ids: &[i64],
+    scores: &Bound<'py, PyUntypedArray>,
+    dtype: &str,
+    (n_rows, n_cols): (usize, usize),
+    pad: i64,
     is_live: &Bound<'py, PyAny>,
     limit: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let scores = contiguous(scores, dtype)?;
+    let scores = borrow::<S>(&scores)?;
+    let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
     let signals = Signals::new(py)?;
-    let cancel = signals.cancel();
-    let plan = py.detach(|| batch.plan(&cancel));
-    signals.raise()?;
-    let mut plan = plan?;
-    let live = if !core::asks(plan.unique.len(), limit) {
-        Vec::new()
-    } else {
-        let unique = std::mem::take(&mut plan.unique);
-        let n_unique = unique.len();
-        let answer = is_live.call1((PyArray1::from_vec(py, unique),))?;
-        live_mask(&answer, n_unique)?
-    };
-    let out = py.detach(|| core::compact(batch, &plan, &live, limit, &cancel));
-    if out.is_err() {
-        crate::pool::free_later(plan); // a large plan takes a while to free
-    }
-    signals.raise()?;
-    let out = out?;
+    let out = core::revalidate_batch(
+        &batch,
+        limit,
+        &signals.cancel(),
+        &Detached(py, &signals),
+        |unique| {
+            let n_unique = unique.len();
+            live_mask(&is_live.call1((PyArray1::from_vec(py, unique),))?, n_unique)
+        },
+    )?;
     let shape = (out.counts.len(), out.width);
-    let to_py = |e: numpy::ndarray::ShapeError| PyValueError::new_err(e.to_string());
-    let ids = Array2::from_shape_vec(shape, out.ids).map_err(to_py)?;
-    let scores = Array2::from_shape_vec(shape, out.scores).map_err(to_py)?;
     REVALIDATED_BATCH.make(
         py,
         [
-            ids.into_pyarray(py).into_any(),
-            scores.into_pyarray(py).into_any(),
+            matrix_of(py, shape, out.ids)?,
+            matrix_of(py, shape, out.scores)?,
             out.counts.into_pyarray(py).into_any(),
         ],
     )
+}
+
+/// A (rows, columns) array of `values`.
+fn matrix_of<T: numpy::Element>(
+    py: Python<'_>,
+    shape: (usize, usize),
+    values: Vec<T>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let array =
+        Array2::from_shape_vec(shape, values).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(array.into_pyarray(py).into_any())
 }
 
 /// `is_live`'s answer: a boolean array with one entry per unique id, copied.

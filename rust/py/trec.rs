@@ -8,18 +8,15 @@
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::{ffi, Borrowed};
-
-use rayon::prelude::*;
+use pyo3::{ffi, Borrowed, PyTypeInfo};
 
 use super::errors::{core_error, text};
 use super::fusion::fusion_arg;
 use super::results::{record_items, HIT};
 use super::signals;
-use crate::error::Error;
 use crate::pool;
-use crate::trec::fuse::{self, fused_run, RunFile as CoreRunFile};
-use crate::trec::{self, write, Number, Order, ReadDuplicates, RunQuery};
+use crate::trec::fuse::{self, RunFile as CoreRunFile};
+use crate::trec::{self, write, Gain, Order, ReadDuplicates, RunQuery};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join_bytes, m)?)?;
@@ -53,20 +50,22 @@ fn new_list<'py>(
     }
 }
 
-/// A score field: the core's parser, and Python's `float()` for what the core leaves to it
-/// (a field with a non-ASCII byte, e.g. full-width digits).
+/// What Python's `float` or `int` (`T`) makes of a field that the core leaves to it, read by `f`.
+fn by_python<T: PyTypeInfo, R>(
+    field: &[u8],
+    f: impl FnOnce(Bound<'_, PyAny>) -> Option<R>,
+) -> Option<R> {
+    Python::attach(|py| f(py.get_type::<T>().call1((text(py, field).ok()?,)).ok()?))
+}
+
+/// A run score (see `trec::score_or`).
 fn score(field: &[u8]) -> Option<f64> {
-    match trec::parse_score(field) {
-        Number::Value(v) => Some(v),
-        Number::Invalid => None,
-        Number::Unknown => Python::attach(|py| {
-            let value = py
-                .get_type::<PyFloat>()
-                .call1((text(py, field).ok()?,))
-                .ok()?;
-            value.extract::<f64>().ok()
-        }),
-    }
+    trec::score_or(field, |t| by_python::<PyFloat, _>(t, |v| v.extract().ok()))
+}
+
+/// A qrels gain (see `trec::gain_or`).
+fn gain(field: &[u8]) -> Option<Gain<Py<PyAny>>> {
+    trec::gain_or(field, |t| by_python::<PyInt, _>(t, |v| Some(v.unbind())))
 }
 
 /// `b"".join(chunks)`, copied with the GIL released and Ctrl-C checked between chunks: a file
@@ -102,39 +101,21 @@ fn read_file<'py>(
         None => PyOSError::new_err(e.to_string()),
     };
     let mut file = std::fs::File::open(&path).map_err(os_error)?;
-    let (bytes, start, total) = unset_bytes(
-        py,
-        usize::try_from(file.metadata().map_err(os_error)?.len()).ok(),
-    )?;
-    let piece = piece.max(1);
-    let mut done = 0;
-    while done < total {
-        let want = piece.min(total - done);
-        let read = py.detach(|| {
-            // SAFETY: `done .. done + want` lies in the `total` bytes of `bytes`.
-            let buffer = unsafe { std::slice::from_raw_parts_mut((start + done) as *mut u8, want) };
-            file.read(buffer)
-        });
-        match read {
-            Ok(0) => return Ok(None), // shorter than its size: it changed
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(os_error(e)),
-        }
+    let size = usize::try_from(file.metadata().map_err(os_error)?.len()).ok();
+    let (bytes, start, total) = unset_bytes(py, size)?;
+    // SAFETY: the `total` bytes of `bytes`, which is ours alone until returned: `fill` writes
+    // them (reads into them), and the object is returned only once all were written.
+    let buffer = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, total) };
+    let read = |file: &mut std::fs::File, piece: &mut [u8]| py.detach(|| file.read(piece));
+    let between = |done: Option<usize>| {
         py.check_signals()?;
-        if let Some(progress) = &progress {
-            progress.call1((done,))?;
+        match (&progress, done) {
+            (Some(progress), Some(done)) => progress.call1((done,)).map(drop),
+            _ => Ok(()),
         }
-    }
-    let mut more = [0u8; 1];
-    loop {
-        match py.detach(|| file.read(&mut more)) {
-            Ok(0) => return Ok(Some(bytes)),
-            Ok(_) => return Ok(None), // longer than its size: it changed
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => py.check_signals()?,
-            Err(e) => return Err(os_error(e)),
-        }
-    }
+    };
+    let whole = trec::read::fill(&mut file, buffer, piece, read, between, os_error)?;
+    Ok(whole.then_some(bytes))
 }
 
 /// A new bytes object of `total` bytes (None: more than a size holds) whose contents are not
@@ -163,18 +144,11 @@ fn joined<'py>(py: Python<'py>, slices: &[&[u8]]) -> PyResult<Bound<'py, PyBytes
     let total = slices
         .iter()
         .try_fold(0usize, |total, s| total.checked_add(s.len()));
-    let (bytes, start, _) = unset_bytes(py, total)?;
-    let copied = signals::detached(py, |cancel| {
-        let mut at = start;
-        for s in slices {
-            cancel.check()?;
-            // SAFETY: `at .. at + s.len()` lies in the `total` bytes of `bytes` (the slices'
-            // lengths add up to `total`), which no slice overlaps.
-            unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), at as *mut u8, s.len()) };
-            at += s.len();
-        }
-        Ok::<(), Error>(())
-    })?;
+    let (bytes, start, total) = unset_bytes(py, total)?;
+    // SAFETY: the `total` bytes of `bytes`, ours alone until returned: `concat_into` writes them
+    // all, or fails (the object then dropped unread).
+    let out = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, total) };
+    let copied = signals::detached(py, |cancel| trec::read::concat_into(out, slices, cancel))?;
     copied.map_err(|e| core_error(py, e, None))?;
     Ok(bytes)
 }
@@ -197,18 +171,16 @@ fn parse_run<'py>(
     })?;
     let queries = queries.map_err(|e| core_error(py, e, Some(path)))?;
     // The objects (a str and a float a line) are made with the GIL held: signals are checked
-    // every CHECK_LINES lines, and an interrupted call's objects are freed on another thread.
+    // now and then (`trec::check_points`), and an interrupted call's objects are freed on another
+    // thread.
     let mut built: Vec<Py<PyAny>> = Vec::with_capacity(queries.len());
-    let mut lines = 0usize;
-    for q in &queries {
-        if lines >= CHECK_LINES {
-            lines = 0;
+    for (q, check) in queries.iter().zip(trec::check_points(&queries)) {
+        if check {
             if let Err(e) = py.check_signals() {
                 signals::free_later(py, built);
                 return Err(e);
             }
         }
-        lines += q.docids.len();
         let docids = new_list(py, q.docids.len(), |j| {
             Ok(text(py, &bytes[q.docids[j].clone()])?.into_any())
         })?;
@@ -220,30 +192,6 @@ fn parse_run<'py>(
         built.push(query.into_any().unbind());
     }
     PyList::new(py, built)
-}
-
-/// `_parse_run` checks for signals (Ctrl-C) after about this many lines made into objects
-/// (~10 ms).
-const CHECK_LINES: usize = 1 << 16;
-
-/// A gain: an i64, or the Python int that `int()` makes of a field the core leaves to it.
-enum Gain {
-    Small(i64),
-    Big(Py<PyAny>),
-}
-
-fn gain(field: &[u8]) -> Option<Gain> {
-    match trec::parse_gain(field) {
-        Number::Value(v) => Some(Gain::Small(v)),
-        Number::Invalid => None,
-        Number::Unknown => Python::attach(|py| {
-            let value = py
-                .get_type::<PyInt>()
-                .call1((text(py, field).ok()?,))
-                .ok()?;
-            Some(Gain::Big(value.unbind()))
-        }),
-    }
 }
 
 /// Parses a qrels file's bytes into `{qid: {docid: gain}}`. `duplicates` is "error", "first" or
@@ -427,38 +375,21 @@ fn parse_run_files<'py>(
     }
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
     let parsed = signals::detached(py, |cancel| {
-        let parse =
-            |bytes: &&[u8]| trec::parse_run_cancellable(bytes, order, duplicates, score, cancel);
-        let threads = pool::resolve_threads(None).min(slices.len());
-        pool::run_cancellable(threads, cancel, |parallel| {
-            let parsed: Vec<Result<Vec<RunQuery>, Error>> = if parallel {
-                slices.par_iter().map(parse).collect()
-            } else {
-                slices.iter().map(parse).collect()
-            };
-            // A stopped parse is the call's error, not a file's.
-            cancel.check_stopped().map(|()| parsed)
-        })
+        trec::parse_runs(&slices, order, duplicates, score, cancel)
     })?;
     let parsed = parsed.map_err(|e| core_error(py, e, None))?;
-    let mut parsed = parsed.into_iter();
-    new_list(py, datas.len(), |i| match parsed.next() {
-        Some(Ok(queries)) => Ok(Bound::new(
-            py,
-            RunFile {
-                data: datas[i].clone().unbind(),
-                queries,
-            },
-        )?
-        .into_any()),
-        Some(Err(e)) => Ok(core_error(py, e, Some(&paths[i]))
+    let files = parsed.into_iter().zip(datas.iter().zip(&paths));
+    let files = files.map(|(parsed, (data, path))| match parsed {
+        Ok(queries) => {
+            let data = data.clone().unbind();
+            Ok(Bound::new(py, RunFile { data, queries })?.into_any())
+        }
+        Err(e) => Ok(core_error(py, e, Some(path))
             .into_value(py)
             .into_bound(py)
             .into_any()),
-        None => Err(PyValueError::new_err(
-            "_parse_run_files: a file was not parsed (a bug)",
-        )),
-    })
+    });
+    PyList::new(py, files.collect::<PyResult<Vec<_>>>()?)
 }
 
 /// The fused run of `files` (`_RunFile`s, in the order of the runs) as the bytes of its TREC
@@ -488,9 +419,7 @@ fn fuse_run_files<'py>(
         })
         .collect();
     let out = signals::detached(py, |cancel| {
-        pool::run_cancellable(pool::resolve_threads(None), cancel, |parallel| {
-            fused_run(&core, &plan, tag, parallel, cancel)
-        })
+        fuse::fused_run_pooled(&core, &plan, tag, cancel)
     })?;
     let out = out.map_err(|e| core_error(py, e, None))?;
     // Copied in pieces, Ctrl-C checked between them, and freed on another thread: the output

@@ -84,6 +84,26 @@ pub struct Paired {
     pub losses: usize,
 }
 
+/// The outcomes of tests as columns, in the order of the tests: (delta, p, effect_size, low,
+/// high), and (wins, ties, losses) as i64 (saturated).
+pub fn columns(outcomes: &[Paired]) -> ([Vec<f64>; 5], [Vec<i64>; 3]) {
+    let value = |f: fn(&Paired) -> f64| outcomes.iter().map(f).collect();
+    let count = |f: fn(&Paired) -> usize| {
+        let count = |o| i64::try_from(f(o)).unwrap_or(i64::MAX);
+        outcomes.iter().map(count).collect()
+    };
+    (
+        [
+            value(|o| o.delta),
+            value(|o| o.p),
+            value(|o| o.effect_size),
+            value(|o| o.low),
+            value(|o| o.high),
+        ],
+        [count(|o| o.wins), count(|o| o.ties), count(|o| o.losses)],
+    )
+}
+
 /// `values` added left to right from 0.0.
 #[inline]
 pub fn sum(values: impl Iterator<Item = f64>) -> f64 {

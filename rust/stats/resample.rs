@@ -15,7 +15,7 @@ const RESAMPLE_LANES: usize = 4;
 const POLL_WORK: usize = 1 << 18;
 
 /// Whether the randomization test enumerates every sign vector: `2^n <= permutations`.
-pub fn exact(n: usize, permutations: u64) -> bool {
+pub fn exact(n: u64, permutations: u64) -> bool {
     n < 64 && (1u64 << n) <= permutations
 }
 
@@ -44,7 +44,7 @@ pub fn randomization(
     let poll_every = (POLL_WORK / (n * LANES)).max(1);
     let mut count = 0u64;
     let mut blocks = 0usize;
-    if exact(n, permutations) {
+    if exact(n as u64, permutations) {
         let total = 1u64 << n;
         let mut first = 0u64;
         while first < total {

@@ -387,3 +387,30 @@ fn row_means_and_streams_are_checked() {
         Err(invalid("streams", wrong))
     );
 }
+
+#[test]
+fn outcomes_as_columns() {
+    let outcome = |delta: f64, wins: usize| Paired {
+        delta,
+        p: 0.5,
+        effect_size: f64::NAN,
+        low: -1.0,
+        high: 1.0,
+        wins,
+        ties: 2,
+        losses: 3,
+    };
+    let (values, counts) = columns(&[outcome(0.25, 1), outcome(-1.0, usize::MAX)]);
+    assert_eq!(values[0], [0.25, -1.0]);
+    assert_eq!(values[1], [0.5, 0.5]);
+    assert!(values[2].iter().all(|v| v.is_nan()));
+    assert_eq!((&values[3], &values[4]), (&vec![-1.0; 2], &vec![1.0; 2]));
+    assert_eq!(counts, [vec![1, i64::MAX], vec![2, 2], vec![3, 3]]);
+    assert_eq!(columns(&[]), (Default::default(), Default::default()));
+}
+
+#[test]
+fn exact_for_any_number_of_queries() {
+    assert!(exact(3, 8) && !exact(3, 7) && exact(0, 1));
+    assert!(!exact(64, u64::MAX) && !exact(u64::MAX, u64::MAX) && exact(63, 1 << 63));
+}

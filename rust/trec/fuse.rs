@@ -25,6 +25,7 @@ use super::{py_str_cmp, RunQuery};
 use crate::cancel::Cancel;
 use crate::error::{At, Error, Key};
 use crate::fusion::{params, Caller, Firsts, Fusion, Interned, Interner, Plan, Workspace};
+use crate::pool;
 
 /// One parsed run file: its bytes and its queries (byte ranges of `data`), as
 /// [`super::parse_run`] returns them.
@@ -237,6 +238,18 @@ pub fn fused_run(
         out.extend_from_slice(&part?);
     }
     Ok(out)
+}
+
+/// [`fused_run`] on this process's pool of the default size (see [`pool::run_cancellable`]).
+pub fn fused_run_pooled(
+    files: &[RunFile<'_>],
+    plan: &Plan,
+    tag: &[u8],
+    cancel: &Cancel<'_>,
+) -> Result<Vec<u8>, Error> {
+    pool::run_cancellable(pool::resolve_threads(None), cancel, |parallel| {
+        fused_run(files, plan, tag, parallel, cancel)
+    })
 }
 
 #[cfg(test)]

@@ -22,12 +22,14 @@
 //!
 //! - [`lex`]: lines, fields, whitespace, ids and their order;
 //! - [`parse`]: run and qrels files;
+//! - [`read`]: a file read whole, a piece at a time;
 //! - [`write`]: run lines (scores by [`crate::format`], Python's `repr` of a float);
 //! - [`fuse`]: the fused run of parsed run files, as lines.
 
 pub mod fuse;
 pub mod lex;
 pub mod parse;
+pub mod read;
 #[cfg(test)]
 mod tests;
 pub mod write;
@@ -38,7 +40,10 @@ use crate::error::{At, Error, Problem};
 
 pub use crate::error::Reason;
 pub use lex::{is_id, py_str_cmp};
-pub use parse::{parse_gain, parse_qrels, parse_run, parse_run_cancellable, parse_score};
+pub use parse::{
+    check_points, gain_or, parse_gain, parse_qrels, parse_run, parse_run_cancellable, parse_runs,
+    parse_score, score_or, Gain, CHECK_LINES,
+};
 
 /// A byte range of the input.
 pub type Span = Range<usize>;

@@ -11,8 +11,11 @@ use super::{
     Number, Order, QrelsQuery, ReadDuplicates, Reason, RunQuery, Span, QRELS_FIELDS, QRELS_FORMAT,
     RUN_FIELDS, RUN_FORMAT,
 };
+use rayon::prelude::*;
+
 use crate::cancel::Cancel;
 use crate::error::Error;
+use crate::pool;
 
 /// The end of a run of ASCII digits starting at `i`, with single underscores allowed between
 /// two digits (PEP 515), as Python's `float()` and `int()` accept them; `i` when there is none.
@@ -120,6 +123,33 @@ pub fn parse_gain(t: &[u8]) -> Number<i64> {
     }
     let value = if negative { -value } else { value };
     i64::try_from(value).map_or(Number::Unknown, Number::Value)
+}
+
+/// A run score: [`parse_score`]'s, or what `fallback` (Python's own `float()`, in the binding)
+/// reads of a field that it leaves undecided (`None`: not a number).
+pub fn score_or(field: &[u8], fallback: impl FnOnce(&[u8]) -> Option<f64>) -> Option<f64> {
+    match parse_score(field) {
+        Number::Value(v) => Some(v),
+        Number::Invalid => None,
+        Number::Unknown => fallback(field),
+    }
+}
+
+/// A qrels gain: an i64, or what the caller's own integers make of a field (`B`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gain<B> {
+    Small(i64),
+    Big(B),
+}
+
+/// A qrels gain: [`parse_gain`]'s, or what `fallback` (Python's own `int()`, in the binding) reads
+/// of a field that it leaves undecided (`None`: not an integer).
+pub fn gain_or<B>(field: &[u8], fallback: impl FnOnce(&[u8]) -> Option<B>) -> Option<Gain<B>> {
+    match parse_gain(field) {
+        Number::Value(v) => Some(Gain::Small(v)),
+        Number::Invalid => None,
+        Number::Unknown => fallback(field).map(Gain::Big),
+    }
 }
 
 /// Query ids in order of first appearance, looked up without hashing while the lines of one
@@ -268,6 +298,45 @@ pub fn parse_run_cancellable(
         }
     }
     Ok(queries)
+}
+
+/// Parses run files (see [`parse_run_cancellable`]), on this process's pool (one thread per file
+/// at most): per file, in order, its queries or its error. `Problem::Interrupted`, the call's
+/// error and not a file's, once `cancel` stops.
+pub fn parse_runs(
+    files: &[&[u8]],
+    order: Order,
+    duplicates: ReadDuplicates,
+    score: impl Fn(&[u8]) -> Option<f64> + Sync,
+    cancel: &Cancel<'_>,
+) -> Result<Vec<Result<Vec<RunQuery>, Error>>, Error> {
+    let parse = |data: &&[u8]| parse_run_cancellable(data, order, duplicates, &score, cancel);
+    let threads = pool::resolve_threads(None).min(files.len());
+    pool::run_cancellable(threads, cancel, |parallel| {
+        let parsed: Vec<_> = if parallel {
+            files.par_iter().map(parse).collect()
+        } else {
+            files.iter().map(parse).collect()
+        };
+        cancel.check_stopped().map(|()| parsed)
+    })
+}
+
+/// A caller that makes an object per line of a parsed run (with Python's lock held) checks for
+/// signals before a query once this many lines were made since its last check (~10 ms).
+pub const CHECK_LINES: usize = 1 << 16;
+
+/// For each query of `queries`, whether the caller checks for signals before making its objects
+/// (see [`CHECK_LINES`]).
+pub fn check_points(queries: &[RunQuery]) -> impl Iterator<Item = bool> + '_ {
+    queries.iter().scan(0, |lines, q| {
+        let due = *lines >= CHECK_LINES;
+        if due {
+            *lines = 0;
+        }
+        *lines += q.docids.len();
+        Some(due)
+    })
 }
 
 /// The error for rows `first` and `second` (in file order) of query `q` of a run that parsed:

@@ -483,3 +483,67 @@ fn approximate_repr() {
     assert_eq!(repr_approx(b"caf\xe9"), "'caf\\udce9'");
     assert_eq!(repr_approx("é\u{a0}".as_bytes()), "'é\\xa0'");
 }
+
+#[test]
+fn fields_left_undecided_go_to_the_fallback() {
+    let never = |_: &[u8]| -> Option<f64> { panic!("asked") };
+    assert_eq!(score_or(b"1.5", never), Some(1.5));
+    assert_eq!(score_or(b"x", never), None);
+    // Full-width digits: the fallback's answer, whatever it is.
+    let full_width = "\u{ff11}".as_bytes();
+    assert_eq!(score_or(full_width, |t| Some(t.len() as f64)), Some(3.0));
+    assert_eq!(score_or(full_width, |_| None), None);
+    let never = |_: &[u8]| -> Option<String> { panic!("asked") };
+    assert_eq!(gain_or(b"-2", never), Some(Gain::Small(-2)));
+    assert_eq!(gain_or(b"1.5", never), None);
+    let big = b"99999999999999999999";
+    let text = |t: &[u8]| Some(String::from_utf8_lossy(t).into_owned());
+    assert_eq!(
+        gain_or(big, text),
+        Some(Gain::Big("99999999999999999999".into()))
+    );
+    assert_eq!(gain_or(big, |_| None::<String>), None);
+}
+
+#[test]
+fn signals_are_checked_before_a_query_once_enough_lines_were_made() {
+    let query = |n: usize| RunQuery {
+        qid: 0..1,
+        docids: vec![0..1; n],
+        scores: vec![0.0; n],
+    };
+    let queries = [
+        query(CHECK_LINES - 1),
+        query(1),
+        query(5),
+        query(CHECK_LINES),
+        query(0),
+        query(2),
+    ];
+    let checks: Vec<bool> = check_points(&queries).collect();
+    assert_eq!(checks, [false, false, true, false, true, false]);
+    assert_eq!(check_points(&[]).count(), 0);
+}
+
+#[test]
+fn run_files_are_parsed_each_to_its_queries_or_its_error() {
+    let files: [&[u8]; 3] = [b"1 Q0 a 1 2.0 t\n", b"1 Q0 a 1\n", b""];
+    let cancel = crate::cancel::Cancel::none();
+    let parse = |cancel| {
+        parse_runs(
+            &files,
+            Order::Score,
+            ReadDuplicates::Error,
+            score_value,
+            cancel,
+        )
+    };
+    let parsed = parse(&cancel).unwrap();
+    assert_eq!(parsed.len(), 3);
+    assert_eq!(parsed[0].as_ref().map(Vec::len), Ok(1));
+    assert_eq!(line_reason(parsed[1].as_ref().unwrap_err()).0, 1);
+    assert_eq!(parsed[2], Ok(vec![]));
+    cancel.stop();
+    let e = parse(&cancel);
+    assert_eq!(e.unwrap_err().problem, Problem::Interrupted);
+}
