@@ -51,9 +51,16 @@ def _hashable(value: Any, name: str) -> Any:
     raise TypeError(f"{name} must be hashable, got {_describe(value)}")
 
 
-# Reals and counts are converted as the binding converts every argument (rust/py/args.rs).
-_real = _core._real
-_count = _core._count
+# Reals and counts are converted as the binding converts every argument (rust/py/args.rs); an
+# exact float, or an exact int >= 0 for a count, is what that conversion keeps, without the call.
+
+
+def _real(value: Any, name: str) -> float:
+    return value if type(value) is float else _core._real(value, name)
+
+
+def _count(value: Any, name: str) -> Any:
+    return value if type(value) is int and value >= 0 else _core._count(value, name)
 
 
 def _contributions(value: Any, name: str) -> Tuple[Any, ...]:
