@@ -1,7 +1,8 @@
 """Writes the extension's own docstrings into its stub, ``python/rankfusion/_core.pyi``.
 
-A docstring of ``rankfusion._core`` has one source: the Rust ``///`` comment of the function,
-class, method or property (what ``help()`` shows). The stub, which editors and type checkers
+A docstring of ``rankfusion._core`` has one source, what ``help()`` shows: the Rust ``///``
+comment of the function, class, method or property, or, for the result types' class docs and
+methods, ``rankfusion/_results.py``, which sets them at import. The stub, which editors and type checkers
 read, holds a copy made by this script. Where the extension cannot hold a docstring (a slot
 such as ``__call__``, a method made in Python, a ``TypedDict`` of the stub), the stub's own is
 the source and is left alone.
