@@ -110,13 +110,10 @@ fn not_iterable(value: &Bound<'_, PyAny>, name: &str, string: bool) -> Bad {
 
 /// [`as_tuple`] with the error `refused(is_a_string)` for a str/bytes/bytearray or a value that
 /// is not iterable.
-pub fn items_of<'py, E>(
+pub fn items_of<'py>(
     value: &Bound<'py, PyAny>,
-    refused: impl Fn(bool) -> E,
-) -> Result<Bound<'py, PyTuple>, Bad>
-where
-    Bad: From<E>,
-{
+    refused: impl Fn(bool) -> Bad,
+) -> Result<Bound<'py, PyTuple>, Bad> {
     if let Ok(t) = value.cast_exact::<PyTuple>() {
         return Ok(t.clone());
     }
@@ -127,11 +124,11 @@ where
         || value.is_instance_of::<PyBytes>()
         || value.is_instance_of::<PyByteArray>()
     {
-        return Err(refused(true).into());
+        return Err(refused(true));
     }
     let iterator = value.try_iter().map_err(|e| {
         if e.is_instance_of::<PyTypeError>(value.py()) {
-            refused(false).into()
+            refused(false)
         } else {
             Bad::Raised(e)
         }

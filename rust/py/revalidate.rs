@@ -18,6 +18,7 @@ use super::errors::{type_error, value_error};
 use super::keys::{as_i64, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use super::signals::Signals;
+use crate::error::Error;
 use crate::revalidate::{self as core, Plan, PoolSize};
 
 // --- pool_size -------------------------------------------------------------------------------------
@@ -74,7 +75,9 @@ fn pair<'py>(
     }
     let name = || format!("candidates[{i}]");
     let not_a_pair = |got| format!("{} must be an (id, score) pair, got {got}", name());
-    let items = items_of(value, |_| type_error(&name(), not_a_pair(describe(value))))?;
+    let items = items_of(value, |_| {
+        Error::named(&name(), true, not_a_pair(describe(value))).into()
+    })?;
     if items.len() != 2 {
         let message = not_a_pair(format!("{} items", items.len()));
         return Err(value_error(&name(), message));
