@@ -187,17 +187,7 @@ fn bench(c: &mut Criterion) {
                         .expect("fused");
                     assert_eq!(fused.width(), w);
                     fused
-                        .write(
-                            Output {
-                                ids: &mut ids,
-                                scores: &mut scores,
-                                counts: &mut counts,
-                                ranks: None,
-                                contributions: None,
-                                normalized: None,
-                            },
-                            &none,
-                        )
+                        .write(Output::untraced(&mut ids, &mut scores, &mut counts), &none)
                         .expect("written");
                 })
             });

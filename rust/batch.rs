@@ -430,6 +430,20 @@ pub struct Output<'a> {
     pub normalized: Option<&'a mut [f64]>,
 }
 
+impl<'a> Output<'a> {
+    /// The output of an untraced batch: ids, scores and counts only.
+    pub fn untraced(ids: &'a mut [i64], scores: &'a mut [f64], counts: &'a mut [i64]) -> Self {
+        Output {
+            ids,
+            scores,
+            counts,
+            ranks: None,
+            contributions: None,
+            normalized: None,
+        }
+    }
+}
+
 impl Fused {
     pub fn rows(&self) -> usize {
         self.rows
@@ -649,17 +663,7 @@ pub fn bare_loop(
     (0..repeat)
         .map(|_| {
             let t = std::time::Instant::now();
-            run()?.write(
-                Output {
-                    ids: &mut ids,
-                    scores: &mut scores,
-                    counts: &mut counts,
-                    ranks: None,
-                    contributions: None,
-                    normalized: None,
-                },
-                &none,
-            )?;
+            run()?.write(Output::untraced(&mut ids, &mut scores, &mut counts), &none)?;
             Ok(t.elapsed().as_secs_f64())
         })
         .collect()
