@@ -228,6 +228,38 @@ def test_errors_carry_what_and_where(module):
         assert pickle.loads(pickle.dumps(e.value)).fields() == e.value.fields()
 
 
+class _Floats(list):
+    """A list subclass: read through the general path, as any other iterable."""
+
+
+@pytest.mark.parametrize("module", [rf, ref], ids=["core", "reference"])
+def test_every_form_of_scores_reads_the_same(module):
+    # A list of exact floats is read in place; ints, float subclasses, tuples, list subclasses
+    # and arrays are converted: every form gives the same hits and the same errors.
+    lists = [["a", "b", "c"], ["c", "d"]]
+    f = module.Fusion(method="wsum", norm="min-max", weights=[0.3, 0.7], trace=True)
+    want = f(lists, [[3.0, 2.0, 1.0], [0.5, 0.25]])
+    forms = [
+        [[3, 2.0, 1.0], [0.5, 0.25]],
+        [(3.0, 2.0, 1.0), np.array([0.5, 0.25])],
+        [_Floats([3.0, 2.0, 1.0]), [np.float64(0.5), 0.25]],
+    ]
+    for scores in forms:
+        assert f(lists, scores) == want
+    nan = float("nan")
+    for bad in ([3.0, nan, 1.0], [3.0, nan, "x"], (3.0, nan, 1.0), _Floats([3.0, nan, 1.0])):
+        with pytest.raises(rf.FusionError) as e:
+            f(lists, [bad, [0.5, 0.25]])
+        assert (e.value.argument, e.value.list, e.value.rank) == ("scores", 0, 2)
+    for bad in ([3.0, 2.0], [3.0, 2.0, 1.0, 0.0]):
+        with pytest.raises(rf.FusionError) as e:
+            f(lists, [bad, [0.5, 0.25]])
+        assert (e.value.argument, e.value.list) == ("scores", 0)
+    with pytest.raises(rf.FusionTypeError) as e:
+        f(lists, [[3.0, "x", nan], [0.5, 0.25]])
+    assert (e.value.argument, e.value.list, e.value.rank) == ("scores", 0, 2)
+
+
 def test_numpy_bools_are_flags():
     for module in (rf, ref):
         f = module.Fusion(method="sum", norm="min-max", lower_is_better=np.array([True, False]))

@@ -8,10 +8,21 @@ use pyo3::{ffi, Borrowed};
 
 use super::args::repr;
 use super::errors::type_error;
+use super::results::tuple_items;
 
 /// Signals are checked every this many items read by [`exact_ints`] (and slots of a
 /// [`PyInterner`] filled).
 const SIGNALS_EVERY: usize = 1 << 16;
+
+/// The items of an exact tuple, read in place (under the stable ABI, pyo3 reads each one through
+/// a call of `PyTuple_GetItem`).
+#[inline]
+pub fn items<'a, 'py>(tuple: &'a Bound<'py, PyTuple>) -> &'a [Bound<'py, PyAny>] {
+    // SAFETY: the module's types were made at import, so the offset of a tuple's items is known
+    // (`results::tuple_items`); a tuple's `len()` items start there and never change, and a
+    // `Bound<PyAny>` has the layout of an object pointer.
+    unsafe { std::slice::from_raw_parts(tuple_items(tuple.as_ptr()).cast(), tuple.len()) }
+}
 
 /// The first `read[i]` items of every list as i64, when each is an exact `int` that fits in
 /// i64; `None` as soon as another key is met. Signals are checked as it goes (a signal
@@ -24,14 +35,15 @@ pub fn exact_ints(
     let mut out = Vec::with_capacity(lists.len());
     for (list, &n) in lists.iter().zip(read) {
         let mut ints = Vec::with_capacity(n);
-        for i in 0..n {
+        for (i, item) in items(list).iter().take(n).enumerate() {
             if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
                 py.check_signals()?;
             }
-            // SAFETY: i < n <= len.
-            let item = unsafe { list.get_borrowed_item_unchecked(i) };
             // An int beyond i64 sends us to the Python path.
-            match item.is_exact_instance_of::<PyInt>().then(|| as_i64(&item)) {
+            match item
+                .is_exact_instance_of::<PyInt>()
+                .then(|| as_i64(&item.as_borrowed()))
+            {
                 Some(Some(v)) => ints.push(v),
                 _ => return Ok(None),
             }
@@ -62,8 +74,8 @@ pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 /// key's `__hash__` or `__eq__` propagate unchanged; an item whose type is not hashable at all
 /// is a TypeError naming its position.
 pub struct PyInterner<'a, 'py> {
-    lists: &'a [Bound<'py, PyTuple>],
-    slots: Vec<Option<(isize, Borrowed<'a, 'py, PyAny>, u32)>>,
+    lists: Vec<&'a [Bound<'py, PyAny>]>,
+    slots: Vec<Option<(isize, &'a Bound<'py, PyAny>, u32)>>,
     /// log2 of the number of slots.
     bits: u32,
     n_keys: u32,
@@ -74,6 +86,7 @@ impl<'a, 'py> PyInterner<'a, 'py> {
     /// checked between them (a handler's exception is the error).
     pub fn new(py: Python<'py>, lists: &'a [Bound<'py, PyTuple>]) -> PyResult<Self> {
         let n: usize = lists.iter().map(|l| l.len()).sum();
+        let lists = lists.iter().map(items).collect();
         // At most half full.
         let size = (2 * n).next_power_of_two().max(16);
         if size <= SIGNALS_EVERY {
@@ -104,11 +117,11 @@ impl<'a, 'py> PyInterner<'a, 'py> {
     #[inline]
     pub fn intern(&mut self, list: usize, position: usize) -> PyResult<u32> {
         // SAFETY: the scan only asks for positions inside the list.
-        let key = unsafe { self.lists[list].get_borrowed_item_unchecked(position) };
+        let key = unsafe { self.lists.get_unchecked(list).get_unchecked(position) };
         // SAFETY: a valid object, GIL held. -1 means an exception is set.
         let hash = unsafe { ffi::PyObject_Hash(key.as_ptr()) };
         if hash == -1 {
-            return Err(unhashable(&key, list, position));
+            return Err(unhashable(key, list, position));
         }
         // Fibonacci hashing: int keys hash to themselves, so their low bits alone would cluster.
         let mask = (1usize << self.bits) - 1;
@@ -123,7 +136,7 @@ impl<'a, 'py> PyInterner<'a, 'py> {
                     return Ok(id);
                 }
                 Some((h, stored, id)) if h == hash => {
-                    if stored.is(&*key) {
+                    if stored.is(key) {
                         return Ok(id);
                     }
                     // SAFETY: two valid objects, GIL held. -1 means an exception is set.
@@ -146,7 +159,7 @@ impl<'a, 'py> PyInterner<'a, 'py> {
 /// hashable at all, else the exception its `__hash__` raised.
 #[cold]
 #[inline(never)]
-fn unhashable(key: &Borrowed<'_, '_, PyAny>, list: usize, position: usize) -> PyErr {
+fn unhashable(key: &Bound<'_, PyAny>, list: usize, position: usize) -> PyErr {
     let py = key.py();
     let e = PyErr::fetch(py);
     match hashable_type(py).and_then(|h| key.is_instance(h)) {

@@ -2,14 +2,14 @@
 //! inputs, in order: lists, the plan, scores, boost), fused by the engine, and the page built as
 //! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
+use pyo3::{ffi, Borrowed};
 
 use super::args::{as_tuple, describe, mapping_type, private_tuple, real, repr};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
-use super::keys::{exact_ints, PyInterner};
+use super::keys::{exact_ints, items, PyInterner};
 use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::{At, Error};
@@ -78,6 +78,13 @@ fn raw_scores(
         if item.is_none() {
             continue;
         }
+        if let Some(values) = exact_floats(&item) {
+            params::list_scores_len(i, values.len(), lists[i].len())?;
+            let raw = values.into_iter().enumerate();
+            let raw = raw.map(|(j, x)| params::raw_score(x, read, i, j));
+            raw_scores[i] = Some(raw.collect::<Result<_, _>>()?);
+            continue;
+        }
         let values = private_tuple(&item, || format!("scores[{i}]"))?;
         params::list_scores_len(i, values.len(), lists[i].len())?;
         let mut raw = Vec::with_capacity(values.len());
@@ -104,6 +111,27 @@ fn raw_scores(
         raw_scores[i] = Some(raw);
     }
     Ok(raw_scores)
+}
+
+/// The values of `scores`' item when it is an exact list of exact floats, shorter than
+/// `SIGNALS_EVERY`, read in place: nothing of Python's runs while they are read, so the list
+/// needs no copy. None for any other value.
+fn exact_floats(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
+    let list = item.cast_exact::<PyList>().ok()?;
+    let n = list.len();
+    if n >= SIGNALS_EVERY {
+        return None;
+    }
+    let mut values = Vec::with_capacity(n);
+    for j in 0..n {
+        // SAFETY: a list, the GIL held; `j` is inside it, and it cannot change meanwhile (no
+        // Python code runs here). A borrowed reference or NULL.
+        let x = unsafe {
+            Borrowed::from_ptr_or_opt(item.py(), ffi::PyList_GetItem(list.as_ptr(), j as isize))
+        }?;
+        values.push(x.cast_exact::<PyFloat>().ok()?.value());
+    }
+    Some(values)
 }
 
 /// `boost=` of a call of `fusion`: both or neither with `boost_weight`; a mapping key -> finite
@@ -320,7 +348,7 @@ impl Engine {
                 let (list, position) = self.ws.first_seen(id);
                 // SAFETY: (list, position) is a place the scan read.
                 let key = unsafe {
-                    query.lists[list as usize].get_borrowed_item_unchecked(position as usize)
+                    items(query.lists.get_unchecked(list as usize)).get_unchecked(position as usize)
                 };
                 let score = PyFloat::new(py, self.ws.score(id)).into_any();
                 if !trace {
