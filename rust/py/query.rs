@@ -28,26 +28,26 @@ pub fn extract_lists<'py>(lists: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, 
     let py = lists.py();
     let mut out = Vec::new();
     let mut items = 0;
-    let mut interrupted = None;
     for (i, l) in as_tuple(lists, "lists")?.iter().enumerate() {
         let l = private_tuple(&l, || format!("lists[{i}]"))?;
         items += l.len();
         out.push(l);
         // Long lists take a while to copy: signals are checked between them.
         if items >= DETACH_MIN_ITEMS {
-            if let Err(e) = py.check_signals() {
-                interrupted = Some(e);
-                break;
-            }
+            check_signals_or_free(py, &mut out)?;
         }
     }
-    match interrupted {
-        None => Ok(out),
-        Some(e) => {
-            signals::free_later(py, out.into_iter().map(|l| l.into_any().unbind()).collect());
-            Err(e)
-        }
-    }
+    Ok(out)
+}
+
+/// Runs the signal handlers; when one raised, the objects this call made so far (`made`: copies
+/// of lists, hits) are freed on another thread (`signals::free_later`), so that the call raises
+/// at once.
+fn check_signals_or_free<'py, T>(py: Python<'py>, made: &mut Vec<Bound<'py, T>>) -> PyResult<()> {
+    py.check_signals().inspect_err(|_| {
+        let made = made.drain(..).map(|o| o.into_any().unbind()).collect();
+        signals::free_later(py, made);
+    })
 }
 
 /// `scores=`: per list, None or the list's raw scores (reals, not NaN), aligned with the list. A
@@ -338,10 +338,7 @@ impl Engine {
         let paused = gc::Paused::for_objects(py, page.len())?;
         for (b, block) in page.chunks(SIGNALS_EVERY).enumerate() {
             if b > 0 {
-                if let Err(e) = py.check_signals() {
-                    signals::free_later(py, hits.into_iter().map(Bound::unbind).collect());
-                    return Err(e);
-                }
+                check_signals_or_free(py, &mut hits)?;
             }
             for (i, &id) in block.iter().enumerate() {
                 let j = b * SIGNALS_EVERY + i;
