@@ -413,3 +413,35 @@ def test_rrf_many_across_blocks():
     for f in (rf.rrf_many, ref.rrf_many):
         with pytest.raises(ValueError, match=r"^queries\[2500\]: lists\[0\] has the key 1 more"):
             f(bad, duplicates="error")
+
+
+def _misaligned(array):
+    """The same values in a read-only view at an odd address (as a buffer sliced from a file)."""
+    array = np.ascontiguousarray(array)
+    view = np.frombuffer(b"\0" + array.tobytes(), dtype=array.dtype, offset=1)
+    view = view.reshape(array.shape)
+    assert not view.flags.aligned and view.flags.c_contiguous
+    return view
+
+
+def test_misaligned_arrays_read_as_aligned_ones():
+    # numpy keeps a misaligned view as it is when asked for a contiguous array of its dtype;
+    # the core reads a copy then (it refused it with a bare ValueError before).
+    ids = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int64)
+    other = np.array([[3, 9, 1], [6, 7, 4]], dtype=np.int64)
+    scores = np.array([[3.0, 2.0, 1.0], [0.5, 0.25, 0.0]])
+    for impl in (rf, ref):
+        want = impl.fuse_batch([ids, other], [scores, scores], method="wsum", norm="min-max")
+        got = impl.fuse_batch(
+            [_misaligned(ids), other],
+            [_misaligned(scores), scores],
+            method="wsum",
+            norm="min-max",
+        )
+        for field in ("ids", "scores", "counts"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+        live = lambda ids: ids % 2 == 1
+        want = impl.revalidate_batch(ids, scores, live)
+        got = impl.revalidate_batch(_misaligned(ids), _misaligned(scores), live)
+        for field in ("ids", "scores", "counts"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field))

@@ -116,16 +116,22 @@ fn read_matrix<'py>(
     Ok(array)
 }
 
-/// `array` as a C-contiguous array of `dtype` (itself when it already is one).
+/// `array` as a C-contiguous, aligned array of `dtype` (itself when it already is one).
 pub fn contiguous<'py>(
     array: &Bound<'py, PyUntypedArray>,
     dtype: &str,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     let py = array.py();
-    numpy(py)?
+    let converted = numpy(py)?
         .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
-        .cast_into::<PyUntypedArray>()
-        .map_err(Into::into)
+        .cast_into::<PyUntypedArray>()?;
+    if converted.is_aligned() {
+        return Ok(converted);
+    }
+    // A view of a buffer at an odd address, which `ascontiguousarray` keeps: a copy is aligned.
+    Ok(converted
+        .call_method0(intern!(py, "copy"))?
+        .cast_into::<PyUntypedArray>()?)
 }
 
 /// A read-only borrow of an array of `T`.
