@@ -260,6 +260,50 @@ def test_every_form_of_scores_reads_the_same(module):
     assert (e.value.argument, e.value.list, e.value.rank) == ("scores", 0, 2)
 
 
+def _outcome(fusion, lists, scores):
+    try:
+        return fusion(lists, scores)
+    except (ValueError, TypeError) as e:
+        return type(e), str(e), getattr(e, "fields", lambda: None)()
+
+
+def test_scores_as_numpy_arrays_read_as_the_reference_reads_them():
+    # A 1-D array of a real dtype is converted as a whole; anything else item by item. Both
+    # must give what the reference's float(item) gives, and the same errors.
+    lists = [["a", "b", "c"], ["c", "d", "e"]]
+    nan = float("nan")
+    base = np.array([3.0, 2.5, -1.0])
+    forms = [
+        base,
+        base.astype(np.float32),
+        base.astype(np.float16),
+        base.astype(">f8"),
+        np.array([3, 2, -1], dtype=np.int8),
+        np.array([2**63 - 1, 2**53 + 1, -(2**62)], dtype=np.int64),
+        np.array([2**64 - 1, 2**53 + 1, 0], dtype=np.uint64),
+        np.array([9.0, 3.0, 8.0, 2.5, 7.0, -1.0])[::2],  # not contiguous
+        np.frombuffer(b"\0" + base.tobytes(), dtype=np.float64, offset=1),  # not aligned
+        np.array([3.0, nan, 1.0]),
+        np.array([3.0, 2.0, nan], dtype=np.float32),
+        np.array([True, False, True]),
+        np.array([1 + 0j, 2, 3]),
+        np.array([3.0, 2.0, 1.0], dtype=object),
+        np.array([3.0, 2.0]),
+        np.ma.masked_array([3.0, 2.0, 1.0], mask=[0, 1, 0]),
+        np.array([[3.0], [2.0], [1.0]]),
+        np.float64(3.0),
+    ]
+    for method, norm in [("wsum", "min-max"), ("rrf", None), ("sum", "z-score")]:
+        settings = dict(method=method, norm=norm, trace=True)
+        core, reference = rf.Fusion(**settings), ref.Fusion(**settings)
+        for form in forms:
+            stacked = [np.stack([form, form])] if form.ndim == 1 else []
+            for scores in [[form, form], [None, form], *stacked]:
+                got = _outcome(core, lists, scores)
+                want = _outcome(reference, lists, scores)
+                assert got == want, (method, form.dtype, form, scores, got, want)
+
+
 def test_numpy_bools_are_flags():
     for module in (rf, ref):
         f = module.Fusion(method="sum", norm="min-max", lower_is_better=np.array([True, False]))

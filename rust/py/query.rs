@@ -6,7 +6,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 use pyo3::{ffi, Borrowed};
 
+use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+
 use super::args::{as_tuple, describe, mapping_type, private_tuple, real, repr};
+use super::arrays::contiguous;
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
 use super::keys::{exact_ints, items, PyInterner};
@@ -78,7 +82,9 @@ fn raw_scores(
         if item.is_none() {
             continue;
         }
-        if let Some(values) = exact_floats(&item) {
+        if let Some(values) =
+            exact_floats(&item).map_or_else(|| float_array(&item), |v| Ok(Some(v)))?
+        {
             params::list_scores_len(i, values.len(), lists[i].len())?;
             let raw = values.into_iter().enumerate();
             let raw = raw.map(|(j, x)| params::raw_score(x, read, i, j));
@@ -132,6 +138,43 @@ fn exact_floats(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
         values.push(x.cast_exact::<PyFloat>().ok()?.value());
     }
     Some(values)
+}
+
+/// The values of `scores`' item when it is a 1-D numpy array of a real dtype (integers, floats
+/// of up to 64 bits; not bool), as float64: what reading its items one by one as Python floats
+/// gives, without making an object per item. None for any other value.
+fn float_array(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<f64>>> {
+    // (numpy is imported only for a value that may be an array.)
+    if item.is_instance_of::<PyList>() || item.get_type().name()?.to_cow()? != "ndarray" {
+        return Ok(None);
+    }
+    let Ok(array) = item.cast_exact::<PyUntypedArray>() else {
+        return Ok(None);
+    };
+    let dtype = array.dtype();
+    let real = match dtype.kind() {
+        b'f' => dtype.itemsize() <= 8,
+        b'i' | b'u' => true,
+        _ => false,
+    };
+    if array.ndim() != 1 || !real {
+        return Ok(None);
+    }
+    let native = dtype.is_equiv_to(&numpy::dtype::<f64>(item.py()));
+    let array = if native && array.is_c_contiguous() && array.is_aligned() {
+        array.clone()
+    } else {
+        contiguous(array, "float64")?
+    };
+    let array = array.cast::<PyArray1<f64>>()?;
+    // SAFETY: a C-contiguous, aligned float64 array, copied with the GIL held while no Python
+    // code runs (the data cannot change meanwhile).
+    let values = unsafe { array.as_slice() };
+    Ok(Some(
+        values
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .to_vec(),
+    ))
 }
 
 /// `boost=` of a call of `fusion`: both or neither with `boost_weight`; a mapping key -> finite
