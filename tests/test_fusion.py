@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import enum
 import pickle
 
 import numpy as np
@@ -293,12 +294,26 @@ def test_scores_as_numpy_arrays_read_as_the_reference_reads_them():
         np.array([[3.0], [2.0], [1.0]]),
         np.float64(3.0),
     ]
+    # Lists of exact floats and ints are read in place; any other item is converted by Python.
+    forms += [
+        np.array(form, dtype=object)
+        for form in (
+            [3, 2.5, -1],
+            [2**63 + 1, 2**53 + 1, -(2**70)],
+            [10**400, 1.0, 2.0],
+            [3.0, True, 1.0],
+            [3.0, enum.IntEnum("E", "A B")["B"], 1],
+            [3.0, 2, nan],
+            [3.0, "2", 1],
+        )
+    ]
     for method, norm in [("wsum", "min-max"), ("rrf", None), ("sum", "z-score")]:
         settings = dict(method=method, norm=norm, trace=True)
         core, reference = rf.Fusion(**settings), ref.Fusion(**settings)
         for form in forms:
             stacked = [np.stack([form, form])] if form.ndim == 1 else []
-            for scores in [[form, form], [None, form], *stacked]:
+            listed = [[form.tolist(), form.tolist()]] if form.dtype == object else []
+            for scores in [[form, form], [None, form], *stacked, *listed]:
                 got = _outcome(core, lists, scores)
                 want = _outcome(reference, lists, scores)
                 assert got == want, (method, form.dtype, form, scores, got, want)

@@ -3,7 +3,7 @@
 //! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyTuple};
 use pyo3::{ffi, Borrowed};
 
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -83,7 +83,7 @@ fn raw_scores(
             continue;
         }
         if let Some(values) =
-            exact_floats(&item).map_or_else(|| float_array(&item), |v| Ok(Some(v)))?
+            exact_reals(&item).map_or_else(|| float_array(&item), |v| Ok(Some(v)))?
         {
             params::list_scores_len(i, values.len(), lists[i].len())?;
             let raw = values.into_iter().enumerate();
@@ -95,7 +95,7 @@ fn raw_scores(
         params::list_scores_len(i, values.len(), lists[i].len())?;
         let mut raw = Vec::with_capacity(values.len());
         let mut interrupted = None;
-        for (j, x) in values.iter().enumerate() {
+        for (j, x) in items(&values).iter().enumerate() {
             // A long list, read with the GIL held: signals are checked as it goes.
             if j % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
                 if let Err(e) = x.py().check_signals() {
@@ -103,9 +103,9 @@ fn raw_scores(
                     break;
                 }
             }
-            let value = match x.cast_exact::<PyFloat>() {
-                Ok(f) => f.value(),
-                Err(_) => real(&x, &format!("scores[{i}][{j}]"))?,
+            let value = match plain_real(x) {
+                Some(v) => v,
+                None => real(x, &format!("scores[{i}][{j}]"))?,
             };
             raw.push(params::raw_score(value, read, i, j)?);
         }
@@ -119,10 +119,30 @@ fn raw_scores(
     Ok(raw_scores)
 }
 
-/// The values of `scores`' item when it is an exact list of exact floats, shorter than
-/// `SIGNALS_EVERY`, read in place: nothing of Python's runs while they are read, so the list
-/// needs no copy. None for any other value.
-fn exact_floats(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
+/// The value of an exact float, or of an exact int that a float holds (`float(x)`, no
+/// overflow), read without running any Python code; None for any other item (which
+/// `args::real` converts, naming it in its errors).
+#[inline]
+fn plain_real(x: &Bound<'_, PyAny>) -> Option<f64> {
+    if let Ok(f) = x.cast_exact::<PyFloat>() {
+        return Some(f.value());
+    }
+    if !x.is_exact_instance_of::<PyInt>() {
+        return None;
+    }
+    // SAFETY: an exact int, the GIL held: `int.__float__`'s conversion, -1.0 with an exception
+    // set when it overflows.
+    let v = unsafe { ffi::PyLong_AsDouble(x.as_ptr()) };
+    if v == -1.0 && PyErr::take(x.py()).is_some() {
+        return None;
+    }
+    Some(v)
+}
+
+/// The values of `scores`' item when it is an exact list of exact floats and ints (see
+/// [`plain_real`]), shorter than `SIGNALS_EVERY`, read in place: nothing of Python's runs while
+/// they are read, so the list needs no copy. None for any other value.
+fn exact_reals(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
     let list = item.cast_exact::<PyList>().ok()?;
     let n = list.len();
     if n >= SIGNALS_EVERY {
@@ -135,7 +155,7 @@ fn exact_floats(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
         let x = unsafe {
             Borrowed::from_ptr_or_opt(item.py(), ffi::PyList_GetItem(list.as_ptr(), j as isize))
         }?;
-        values.push(x.cast_exact::<PyFloat>().ok()?.value());
+        values.push(plain_real(&x)?);
     }
     Some(values)
 }
