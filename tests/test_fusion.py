@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import collections
 import enum
 import pickle
+import types
 
 import numpy as np
 import pytest
@@ -261,9 +263,9 @@ def test_every_form_of_scores_reads_the_same(module):
     assert (e.value.argument, e.value.list, e.value.rank) == ("scores", 0, 2)
 
 
-def _outcome(fusion, lists, scores):
+def _outcome(fusion, *inputs):
     try:
-        return fusion(lists, scores)
+        return fusion(*inputs)
     except (ValueError, TypeError) as e:
         return type(e), str(e), getattr(e, "fields", lambda: None)()
 
@@ -308,8 +310,8 @@ def test_scores_as_numpy_arrays_read_as_the_reference_reads_them():
         )
     ]
     for method, norm in [("wsum", "min-max"), ("rrf", None), ("sum", "z-score")]:
-        settings = dict(method=method, norm=norm, trace=True)
-        core, reference = rf.Fusion(**settings), ref.Fusion(**settings)
+        kw = dict(method=method, norm=norm, trace=True)
+        core, reference = rf.Fusion(**kw), ref.Fusion(**kw)
         for form in forms:
             stacked = [np.stack([form, form])] if form.ndim == 1 else []
             listed = [[form.tolist(), form.tolist()]] if form.dtype == object else []
@@ -317,6 +319,32 @@ def test_scores_as_numpy_arrays_read_as_the_reference_reads_them():
                 got = _outcome(core, lists, scores)
                 want = _outcome(reference, lists, scores)
                 assert got == want, (method, form.dtype, form, scores, got, want)
+
+
+def test_every_form_of_boost_reads_the_same():
+    # A dict of finite floats is copied as it is; any other mapping or value is converted item
+    # by item: the same hits and the same errors as the reference.
+    lists = [["a", "b", 1], ["c", 1.0, "a"]]
+    nan, inf = float("nan"), float("inf")
+    boosts = [
+        {"a": 2.0, 1: 0.5, "zz": 9.0},
+        {"a": 2, 1.0: 0.5},
+        {"a": np.float64(2.0), "c": 0.25},
+        collections.OrderedDict([("c", 1.0), ("a", 3.0)]),
+        types.MappingProxyType({"b": 1.0}),
+        {"a": 1.0, "b": inf},
+        {"a": nan, "b": "x"},
+        {"a": 1.0, "b": 10**400},
+        {"a": True},
+        {},
+    ]
+    for kw in (dict(boost_weight=0.5, trace=True), dict(method="wsum", boost_weight=2.0)):
+        core, reference = rf.Fusion(**kw), ref.Fusion(**kw)
+        for boost in boosts:
+            scores = [[3.0, 2.0, 1.0], [1.0, 0.5, 0.0]]
+            got = _outcome(core, lists, scores, boost)
+            want = _outcome(reference, lists, scores, boost)
+            assert got == want, (kw, boost, got, want)
 
 
 def test_numpy_bools_are_flags():

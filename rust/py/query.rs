@@ -197,6 +197,12 @@ fn float_array(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<f64>>> {
     ))
 }
 
+fn is_finite_float(value: &Bound<'_, PyAny>) -> bool {
+    value
+        .cast_exact::<PyFloat>()
+        .is_ok_and(|f| f.value().is_finite())
+}
+
 /// `boost=` of a call of `fusion`: both or neither with `boost_weight`; a mapping key -> finite
 /// real, its values as floats (in a new dict).
 pub fn extract_boost<'py>(
@@ -215,9 +221,20 @@ pub fn extract_boost<'py>(
             format!("boost must be a mapping key -> value, got {}", describe(b)),
         ));
     }
+    if let Ok(dict) = b.cast_exact::<PyDict>() {
+        // A dict of finite floats, copied as it is (the copy runs no Python code).
+        let copy = dict.copy()?;
+        if copy.iter().all(|(_, value)| is_finite_float(&value)) {
+            return Ok(Some(copy));
+        }
+    }
     let values = PyDict::new(py);
     for item in b.call_method0("items")?.try_iter()? {
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+        if is_finite_float(&value) {
+            values.set_item(&key, &value)?; // (the name of an item is made only for its error)
+            continue;
+        }
         let name = format!("boost[{}]", repr(&key));
         let x = params::finite("boost", &name, real(&value, &name)?)?;
         values.set_item(&key, x)?;
@@ -257,9 +274,8 @@ impl Caller<Failed> for PyCaller<'_, '_> {
         if self.looked_up % SIGNALS_EVERY == 0 {
             self.py.check_signals().map_err(Failed::Py)?;
         }
-        let key = self.lists[l as usize]
-            .get_item(p as usize)
-            .map_err(Failed::Py)?;
+        // SAFETY: (l, p) is a place the scan read.
+        let key = unsafe { items(self.lists.get_unchecked(l as usize)).get_unchecked(p as usize) };
         let value = values.get_item(key).map_err(Failed::Py)?;
         value
             .map(|v| v.extract::<f64>())
