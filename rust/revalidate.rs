@@ -16,7 +16,7 @@ use std::hash::Hash;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
-use crate::cancel::{self, Cancel};
+use crate::cancel::{self, Cancel, Outside};
 use crate::error::{Error, Result};
 use crate::fusion::params::Integer;
 use crate::fusion::{Hasher, IdTable};
@@ -606,22 +606,6 @@ fn compact_rows<S: Copy + Into<f64> + Sync>(
     }
 }
 
-/// Runs the pieces of a call's work that touch none of the caller's objects, and says whether
-/// the call goes on after each: the Python binding runs them with the GIL released, then raises
-/// the exception a signal handler raised meanwhile.
-pub trait Outside<E> {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E>;
-}
-
-/// Work run on the calling thread, as it is.
-pub struct Here;
-
-impl<E> Outside<E> for Here {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E> {
-        Ok(work())
-    }
-}
-
 /// `revalidate_batch`: plans the batch (`outside`), calls `is_live` ONCE with its unique ids in
 /// first-seen order (not at all when there are none, or `limit` is 0) and compacts the batch
 /// (`outside`, in parallel). `cancel` stops the plan and the compaction.
@@ -664,6 +648,7 @@ pub fn check_live_len(got: usize, expected: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cancel::Here;
 
     #[test]
     fn the_lookup_is_asked_for_ids_and_a_limit_above_0() {

@@ -17,7 +17,7 @@ use super::arrays::{borrow, contiguous, matrix, numpy, slice};
 use super::errors::{type_error, value_error};
 use super::keys::{as_i64, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
-use super::signals::Signals;
+use super::signals::{Detached, Signals};
 use crate::error::Error;
 use crate::revalidate::{self as core, Plan, PoolSize};
 
@@ -350,17 +350,6 @@ pub fn revalidate_batch<'py>(
         revalidate_rows::<f32>(py, ids, &scores, "float32", shape, pad, is_live, limit)
     } else {
         revalidate_rows::<f64>(py, ids, &scores, "float64", shape, pad, is_live, limit)
-    }
-}
-
-/// Detached work: the GIL released, then the exception a signal handler raised meanwhile.
-struct Detached<'a, 'py>(Python<'py>, &'a Signals);
-
-impl core::Outside<PyErr> for Detached<'_, '_> {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-        let out = self.0.detach(work);
-        self.1.raise()?;
-        Ok(out)
     }
 }
 
