@@ -116,16 +116,14 @@ fn read_matrix<'py>(
     Ok(array)
 }
 
-/// `array` as a C-contiguous array of `dtype` (itself when it already is one).
-pub fn contiguous<'py>(
+/// `array` as a C-contiguous array of `T` (itself when it already is one), borrowed.
+pub fn contiguous<'py, T: numpy::Element>(
     array: &Bound<'py, PyUntypedArray>,
-    dtype: &str,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
+) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
     let py = array.py();
-    numpy(py)?
-        .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
-        .cast_into::<PyUntypedArray>()
-        .map_err(Into::into)
+    let dtype = numpy::dtype::<T>(py);
+    let converted = numpy(py)?.call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?;
+    borrow(&converted.cast_into::<PyUntypedArray>()?)
 }
 
 /// A read-only borrow of an array of `T`.
@@ -261,8 +259,7 @@ pub fn float_matrix(
 ) -> PyResult<(Buffer<f64>, (usize, usize))> {
     let array = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
     let shape = (array.shape()[0], array.shape()[1]);
-    let converted = contiguous(&array, "float64")?;
-    let source = borrow::<f64>(&converted)?;
+    let source = contiguous::<f64>(&array)?;
     let source = slice(&source)?;
     // A kept buffer or huge pages, as for the ids (`copy_ids`).
     let mut data = Buffer::with_capacity(source.len());

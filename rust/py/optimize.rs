@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::args::integer;
-use super::arrays::{borrow, contiguous, numpy, slice, thread_count};
+use super::arrays::{contiguous, numpy, slice, thread_count};
 use super::errors::of_setting;
 use super::fusion::fusion_arg;
 use crate::optimize::{self, Trace};
@@ -43,8 +43,7 @@ fn copied<T: numpy::Element + Copy>(
             crate::format::shape(array.shape())
         )));
     }
-    let converted = contiguous(&array, dtype)?;
-    let data = slice(&borrow::<T>(&converted)?)?.to_vec();
+    let data = slice(&contiguous::<T>(&array)?)?.to_vec();
     Ok((data, array.shape().to_vec()))
 }
 

@@ -343,31 +343,27 @@ pub fn revalidate_batch<'py>(
     // GIL-free loops, the call assumes no other thread writes them meanwhile (if one does, the
     // result is unspecified, but nothing panics or reads out of bounds).
     let shape = (ids.shape()[0], ids.shape()[1]);
-    let ids = contiguous(&ids, "int64")?;
-    let ids = borrow::<i64>(&ids)?;
+    let ids = contiguous::<i64>(&ids)?;
     let ids = slice(&ids)?;
     if scores.dtype().kind() == b'f' && scores.dtype().itemsize() == 4 {
-        revalidate_rows::<f32>(py, ids, &scores, "float32", shape, pad, is_live, limit)
+        revalidate_rows::<f32>(py, ids, &scores, shape, pad, is_live, limit)
     } else {
-        revalidate_rows::<f64>(py, ids, &scores, "float64", shape, pad, is_live, limit)
+        revalidate_rows::<f64>(py, ids, &scores, shape, pad, is_live, limit)
     }
 }
 
-/// `core::revalidate_batch` of the batch of `ids` and `scores` read as `dtype` (the plan and
-/// the compaction with the GIL released), and the result arrays.
-#[allow(clippy::too_many_arguments)]
+/// `core::revalidate_batch` of the batch of `ids` and `scores` read as `S` (the plan and the
+/// compaction with the GIL released), and the result arrays.
 fn revalidate_rows<'py, S: numpy::Element + Copy + Into<f64> + Sync>(
     py: Python<'py>,
     ids: &[i64],
     scores: &Bound<'py, PyUntypedArray>,
-    dtype: &str,
     (n_rows, n_cols): (usize, usize),
     pad: i64,
     is_live: &Bound<'py, PyAny>,
     limit: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let scores = contiguous(scores, dtype)?;
-    let scores = borrow::<S>(&scores)?;
+    let scores = contiguous::<S>(scores)?;
     let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
     let signals = Signals::new(py)?;
     let out = core::revalidate_batch(
