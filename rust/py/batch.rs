@@ -16,7 +16,7 @@ use pyo3::types::{PyDict, PyInt};
 
 use super::args::{as_tuple, describe, int64, Arg};
 use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
-use super::errors::{core_error, type_error};
+use super::errors::type_error;
 use super::query::extract_boost;
 use super::results::BATCH_RESULT;
 use super::signals::Signals;
@@ -108,7 +108,7 @@ fn fuse_rows<'py>(
         drop(scores);
     }
     signals.raise()?;
-    let fused = fused.map_err(|e| core_error(py, e, None))?;
+    let fused = fused?;
 
     let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
     let ids = new_array(py, "empty", &[q, w], "int64")?.cast_into::<PyArray2<i64>>()?;
@@ -149,7 +149,7 @@ fn fuse_rows<'py>(
             drop(fused);
         }
         signals.raise()?;
-        written.map_err(|e| core_error(py, e, None))?;
+        written?;
     }
     let none = || py.None().into_bound(py);
     let mut fields = vec![
@@ -253,6 +253,5 @@ pub fn _bare_loop(
         .iter()
         .map(IdArray::matrix)
         .collect::<PyResult<Vec<_>>>()?;
-    py.detach(|| batch::bare_loop(&matrices, n_threads, repeat))
-        .map_err(|e| core_error(py, e, None))
+    Ok(py.detach(|| batch::bare_loop(&matrices, n_threads, repeat))?)
 }

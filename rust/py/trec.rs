@@ -149,8 +149,7 @@ fn joined<'py>(py: Python<'py>, slices: &[&[u8]]) -> PyResult<Bound<'py, PyBytes
     // SAFETY: `concat_into` writes every byte of `out`, or fails (the object then dropped
     // unread); `out` is not used after.
     let (bytes, out) = unsafe { unset_bytes(py, trec::read::total_len(slices))? };
-    let copied = signals::detached(py, |cancel| trec::read::concat_into(out, slices, cancel))?;
-    copied.map_err(|e| core_error(py, e, None))?;
+    signals::detached(py, |cancel| trec::read::concat_into(out, slices, cancel))??;
     Ok(bytes)
 }
 
@@ -377,8 +376,7 @@ fn parse_run_files<'py>(
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
     let parsed = signals::detached(py, |cancel| {
         trec::parse_runs(&slices, order, duplicates, score, cancel)
-    })?;
-    let parsed = parsed.map_err(|e| core_error(py, e, None))?;
+    })??;
     let files = parsed.into_iter().zip(datas.iter().zip(&paths));
     let files = files.map(|(parsed, (data, path))| match parsed {
         Ok(queries) => {
@@ -421,8 +419,7 @@ fn fuse_run_files<'py>(
         .collect();
     let out = signals::detached(py, |cancel| {
         fuse::fused_run_pooled(&core, &plan, tag, cancel)
-    })?;
-    let out = out.map_err(|e| core_error(py, e, None))?;
+    })??;
     // Copied in pieces, Ctrl-C checked between them, and freed on another thread: the output
     // of 18 M lines is 0.45 GB, whose copy and release took up to 0.1 s each with the GIL held.
     let bytes = joined(py, &out.chunks(OUTPUT_PIECE).collect::<Vec<_>>());
