@@ -10,15 +10,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::{
-    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, real, type_name,
-    Arg,
+    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, real, repr,
+    type_name, Arg,
 };
 use super::arrays::{borrow, contiguous, matrix, numpy, slice};
-use super::errors::{type_error, value_error};
+use super::errors::type_error;
 use super::keys::{as_i64, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
 use super::signals::{Detached, Signals};
-use crate::error::Error;
 use crate::revalidate::{self as core, Plan, PoolSize};
 
 // --- pool_size -------------------------------------------------------------------------------------
@@ -73,15 +72,10 @@ fn pair<'py>(
             };
         }
     }
-    let name = || format!("candidates[{i}]");
-    let not_a_pair = |got| format!("{} must be an (id, score) pair, got {got}", name());
     let items = items_of(value, |_| {
-        Error::named(&name(), true, not_a_pair(describe(value))).into()
+        core::not_a_pair(i, &describe(value), true).into()
     })?;
-    if items.len() != 2 {
-        let message = not_a_pair(format!("{} items", items.len()));
-        return Err(value_error(&name(), message));
-    }
+    core::check_pair(i, items.len())?;
     Ok((items.get_item(0)?, items.get_item(1)?))
 }
 
@@ -318,12 +312,7 @@ pub fn revalidate_batch<'py>(
     )?;
     if ids.dtype().kind() == b'u' && ids.dtype().itemsize() == 8 && !ids.is_empty() {
         let max = ids.call_method0(intern!(py, "max"))?;
-        if max.gt(i64::MAX)? {
-            return Err(value_error(
-                "ids",
-                format!("ids must fit in int64, got {}", max.repr()?),
-            ));
-        }
+        core::check_ids_fit(max.extract()?, || repr(&max))?;
     }
     let scores = matrix(
         scores,
