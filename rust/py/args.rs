@@ -71,6 +71,24 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "<unrepresentable>".into())
 }
 
+/// The two items of `value` when it is an exact tuple of two (a candidate `(id, score)`).
+#[inline]
+pub fn pair_of<'a, 'py>(
+    value: &'a Bound<'py, PyAny>,
+) -> Option<(Borrowed<'a, 'py, PyAny>, Borrowed<'a, 'py, PyAny>)> {
+    let tuple = value
+        .cast_exact::<PyTuple>()
+        .ok()
+        .filter(|t| t.len() == 2)?;
+    // SAFETY: a tuple of two items.
+    unsafe {
+        Some((
+            tuple.get_borrowed_item_unchecked(0),
+            tuple.get_borrowed_item_unchecked(1),
+        ))
+    }
+}
+
 /// [`as_tuple`] for a value read only by this call: a tuple made here (a copy of a list, say)
 /// is taken out of the cyclic collector's sight (`gc::untrack_own`), so that the collections
 /// that run while the call makes objects do not walk its items. The caller's own tuple is

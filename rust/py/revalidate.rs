@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::{
-    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, real, repr,
-    type_name, Arg,
+    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, pair_of, real,
+    repr, type_name, Arg,
 };
 use super::arrays::{borrow, contiguous, matrix, numpy, slice};
 use super::errors::type_error;
@@ -63,14 +63,8 @@ fn pair<'py>(
     value: &Bound<'py, PyAny>,
     i: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if let Ok(t) = value.cast_exact::<PyTuple>() {
-        if t.len() == 2 {
-            // SAFETY: a tuple of two items.
-            return unsafe {
-                let id = t.get_borrowed_item_unchecked(0).to_owned();
-                Ok((id, t.get_borrowed_item_unchecked(1).to_owned()))
-            };
-        }
+    if let Some((id, score)) = pair_of(value) {
+        return Ok((id.to_owned(), score.to_owned()));
     }
     let items = items_of(value, |_| {
         core::not_a_pair(i, &describe(value), true).into()
