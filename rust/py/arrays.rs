@@ -140,6 +140,12 @@ pub fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyR
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// numpy's refusal of a borrow or a slice that cannot happen here (a new array, or one checked
+/// C-contiguous): a RuntimeError.
+pub fn unexpected(e: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
 /// The ids of one list, readable with the GIL released and by no one else writable.
 enum Ids<'py> {
     /// A copy of the caller's int64 array.
@@ -158,9 +164,7 @@ impl IdArray<'_> {
     pub fn matrix(&self) -> PyResult<IdMatrix<'_>> {
         let data = match &self.ids {
             Ids::Copied(v) => v.as_slice(),
-            Ids::Converted(a) => a
-                .as_slice()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+            Ids::Converted(a) => a.as_slice().map_err(unexpected)?,
         };
         IdMatrix::new(data, self.rows, self.cols)
             .ok_or_else(|| PyRuntimeError::new_err("an id array does not match its shape"))
@@ -205,14 +209,8 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
     let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));
     if native && array.is_c_contiguous() && array.is_aligned() {
         let typed = array.cast::<PyArray2<i64>>()?;
-        let ro = typed
-            .try_readonly()
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        let copy = copy_ids(
-            py,
-            ro.as_slice()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-        )?;
+        let ro = typed.try_readonly().map_err(unexpected)?;
+        let copy = copy_ids(py, ro.as_slice().map_err(unexpected)?)?;
         return Ok(IdArray {
             ids: Ids::Copied(copy),
             rows,
@@ -225,9 +223,7 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
     let converted = array
         .call_method("astype", (int64,), Some(&kwargs))?
         .cast_into::<PyArray2<i64>>()?;
-    let ro = converted
-        .try_readonly()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let ro = converted.try_readonly().map_err(unexpected)?;
     Ok(IdArray {
         ids: Ids::Converted(ro),
         rows,

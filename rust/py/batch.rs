@@ -10,12 +10,11 @@
 use hashbrown::HashMap;
 use numpy::ndarray::Dimension;
 use numpy::{Element, PyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadwriteArray};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt};
 
 use super::args::{as_tuple, describe, int64, Arg};
-use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
+use super::arrays::{float_matrix, id_array, new_array, thread_count, unexpected, IdArray};
 use super::errors::type_error;
 use super::query::extract_boost;
 use super::results::BATCH_RESULT;
@@ -169,18 +168,14 @@ fn fuse_rows<'py>(
 fn writable<'py, T: Element, D: Dimension>(
     array: &Bound<'py, PyArray<T, D>>,
 ) -> PyResult<PyReadwriteArray<'py, T, D>> {
-    array
-        .try_readwrite()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    array.try_readwrite().map_err(unexpected)
 }
 
 /// The data of a writable borrow (a new array: C-contiguous).
 fn data<'a, T: Element, D: Dimension>(
     array: &'a mut PyReadwriteArray<'_, T, D>,
 ) -> PyResult<&'a mut [T]> {
-    array
-        .as_slice_mut()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    array.as_slice_mut().map_err(unexpected)
 }
 
 /// A batch fused by `fusion`: `ids` (named `name`: "ids", or rrf_batch's "lists") per list a
