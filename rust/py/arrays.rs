@@ -64,20 +64,21 @@ fn not_masked(value: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
 }
 
 /// A 2-D array whose dtype kind is accepted (checked before the shape), like the reference's
-/// `_matrix`.
+/// `_matrix`; and its (rows, columns).
 pub fn matrix<'py>(
     value: &Bound<'py, PyAny>,
     name: &str,
     kinds: &[u8],
     what: &str,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
+) -> PyResult<(Bound<'py, PyUntypedArray>, (usize, usize))> {
     let accepts = |kind, _| kinds.contains(&kind);
     read_matrix(value, name, true, "must be a 2-D array", what, accepts)
 }
 
 /// A 2-D array whose dtype (kind, item size) `accepts`, checked before the shape: an ndarray as
 /// it is unless `convert`, any other value through `numpy.asarray` (its ValueError is ours:
-/// `{name} {not_array}: ...`); a dtype refused is a TypeError `{name} must be {what}, ...`.
+/// `{name} {not_array}: ...`); a dtype refused is a TypeError `{name} must be {what}, ...`,
+/// a shape `batch::check_matrix` refuses its error. The array and its (rows, columns).
 fn read_matrix<'py>(
     value: &Bound<'py, PyAny>,
     name: &str,
@@ -85,7 +86,7 @@ fn read_matrix<'py>(
     not_array: &str,
     what: &str,
     accepts: impl Fn(u8, usize) -> bool,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
+) -> PyResult<(Bound<'py, PyUntypedArray>, (usize, usize))> {
     let py = value.py();
     not_masked(value, name)?;
     let array = match value.cast::<PyUntypedArray>() {
@@ -104,16 +105,8 @@ fn read_matrix<'py>(
         let message = format!("{name} must be {what}, got dtype {}", dtype.str()?);
         return Err(type_error(name, message));
     }
-    if array.ndim() != 2 {
-        return Err(value_error(
-            name,
-            format!(
-                "{name} must be a 2-D array (queries, candidates), got shape {}",
-                crate::format::shape(array.shape())
-            ),
-        ));
-    }
-    Ok(array)
+    let shape = batch::check_matrix(name, array.shape())?;
+    Ok((array, shape))
 }
 
 /// `array` as a C-contiguous array of `T` (itself when it already is one), borrowed.
@@ -203,9 +196,8 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
     let what = "an integer array that widens to int64";
     let widens =
         |kind, size| matches!(kind, b'i' | b'u') && batch::widens_to_i64(kind == b'i', size);
-    let array = read_matrix(value, name, false, not_array, what, widens)?;
+    let (array, (rows, cols)) = read_matrix(value, name, false, not_array, what, widens)?;
     let dtype = array.dtype();
-    let (rows, cols) = (array.shape()[0], array.shape()[1]);
     let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));
     if native && array.is_c_contiguous() && array.is_aligned() {
         let typed = array.cast::<PyArray2<i64>>()?;
@@ -253,8 +245,7 @@ pub fn float_matrix(
     value: &Bound<'_, PyAny>,
     name: &str,
 ) -> PyResult<(Buffer<f64>, (usize, usize))> {
-    let array = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
-    let shape = (array.shape()[0], array.shape()[1]);
+    let (array, shape) = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
     let source = contiguous::<f64>(&array)?;
     let source = slice(&source)?;
     // A kept buffer or huge pages, as for the ids (`copy_ids`).

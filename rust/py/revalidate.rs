@@ -298,7 +298,7 @@ pub fn revalidate_batch<'py>(
     pad: Arg<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     // 1. Arguments, in signature order.
-    let ids = matrix(
+    let (ids, shape) = matrix(
         ids,
         "ids",
         b"iu",
@@ -308,7 +308,7 @@ pub fn revalidate_batch<'py>(
         let max = ids.call_method0(intern!(py, "max"))?;
         core::check_ids_fit(max.extract()?, || repr(&max))?;
     }
-    let scores = matrix(
+    let (scores, _) = matrix(
         scores,
         "scores",
         b"iuf",
@@ -325,7 +325,6 @@ pub fn revalidate_batch<'py>(
     // numpy first), through read-only borrows held across the GIL-free work: like numpy's own
     // GIL-free loops, the call assumes no other thread writes them meanwhile (if one does, the
     // result is unspecified, but nothing panics or reads out of bounds).
-    let shape = (ids.shape()[0], ids.shape()[1]);
     let ids = contiguous::<i64>(&ids)?;
     let ids = slice(&ids)?;
     if scores.dtype().kind() == b'f' && scores.dtype().itemsize() == 4 {
