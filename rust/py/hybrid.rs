@@ -24,7 +24,7 @@ fn tuple_pairs<'py>(searches: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'
             return Ok(None);
         };
         let pairs = list.iter().all(|item| {
-            pair_of(&item).is_some_and(|(_, score)| score.is_exact_instance_of::<PyFloat>())
+            pair_of(&item).is_some_and(|p| p.score().is_exact_instance_of::<PyFloat>())
         });
         if !pairs {
             return Ok(None);
@@ -50,8 +50,13 @@ pub fn _pairs_union<'py>(
     let none = py.None();
     for list in &lists {
         for item in list.iter() {
-            // (Checked by `tuple_pairs`, unless an id's `__hash__` or `__eq__` changed the list.)
-            let Some((id, _)) = pair_of(&item) else {
+            // A pair (`tuple_pairs`), unless an id's `__hash__` or `__eq__` changed the list
+            // since: item 0 is read checked.
+            let Some(id) = item
+                .cast_exact::<PyTuple>()
+                .ok()
+                .and_then(|t| t.get_borrowed_item(0).ok())
+            else {
                 return Ok(None);
             };
             match seen.set_item(id, &none) {
@@ -91,9 +96,10 @@ pub fn _fuse_live_pairs<'py>(
     for search in &searches {
         // The list is the caller's: `alive.__contains__` may have changed it.
         let live = take_kept(search.iter(), window, |item| {
-            let Some((id, score)) = pair_of(&item) else {
+            let Some(pair) = pair_of(&item) else {
                 return Err(not_pairs());
             };
+            let (id, score) = (pair.id(), pair.score());
             let live = alive.contains(id)?;
             Ok(live.then(|| (id.to_owned(), score.to_owned())))
         })?;

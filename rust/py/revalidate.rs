@@ -63,8 +63,8 @@ fn pair<'py>(
     value: &Bound<'py, PyAny>,
     i: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if let Some((id, score)) = pair_of(value) {
-        return Ok((id.to_owned(), score.to_owned()));
+    if let Some(pair) = pair_of(value) {
+        return Ok((pair.id().to_owned(), pair.score().to_owned()));
     }
     let items = items_of(value, |_| {
         core::not_a_pair(i, &describe(value), true).into()
