@@ -28,6 +28,22 @@ pub fn widens_to_i64(signed: bool, bytes: usize) -> bool {
     bytes <= if signed { 8 } else { 4 }
 }
 
+/// An array argument of a batch (`name`: `ids`, `lists[2]`, `scores[1]`) is 2-D: its (rows,
+/// columns), of its `shape`.
+pub fn check_matrix(name: &str, shape: &[usize]) -> Result<(usize, usize), Error> {
+    match *shape {
+        [rows, cols] => Ok((rows, cols)),
+        _ => Err(Error::named(
+            name,
+            false,
+            format!(
+                "{name} must be a 2-D array (queries, candidates), got shape {}",
+                crate::format::shape(shape)
+            ),
+        )),
+    }
+}
+
 /// List `i` of a batch's id arrays (the argument `name`: "ids", or rrf_batch's "lists") has
 /// `rows` rows, as many as the first, which has `first`.
 pub fn check_rows(name: &str, i: usize, rows: usize, first: usize) -> Result<(), Error> {
@@ -681,6 +697,14 @@ mod tests {
 
     #[test]
     fn argument_and_result_shapes() {
+        assert_eq!(check_matrix("ids", &[2, 0]), Ok((2, 0)));
+        let e = check_matrix("lists[1]", &[3]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "lists[1] must be a 2-D array (queries, candidates), got shape (3,)"
+        );
+        assert_eq!((e.argument(), e.place()), (Some("lists"), (Some(1), None)));
+        assert!(!e.is_type_error() && check_matrix("scores", &[1, 2, 3]).is_err());
         assert_eq!(check_rows("ids", 1, 3, 3), Ok(()));
         let e = check_rows("lists", 2, 4, 3).unwrap_err();
         assert_eq!(

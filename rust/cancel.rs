@@ -6,6 +6,8 @@
 //!   checks for a pending signal), and when the hook says stop, the flag is set.
 //! - **Worker threads** read the flag ([`Cancel::stopped`], or `poll`, which only reads it on
 //!   any thread but the caller's) at theirs, and stop at their next chunk.
+//! - Work split around the caller's own (a Python callback between two pieces) runs each piece
+//!   through an [`Outside`], which says whether the call goes on.
 //!
 //! A stopped computation returns [`Problem::Interrupted`]; what it had done is dropped.
 
@@ -134,6 +136,22 @@ impl<'a> Cancel<'a> {
         } else {
             Ok(())
         }
+    }
+}
+
+/// Runs the pieces of a call's work that touch none of the caller's objects, and says whether
+/// the call goes on after each: the Python binding runs them with the GIL released, then raises
+/// the exception a signal handler raised meanwhile (`Detached`, in `py/signals.rs`).
+pub trait Outside<E> {
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E>;
+}
+
+/// Work run on the calling thread, as it is.
+pub struct Here;
+
+impl<E> Outside<E> for Here {
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E> {
+        Ok(work())
     }
 }
 

@@ -16,7 +16,7 @@ use std::hash::Hash;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
-use crate::cancel::{self, Cancel};
+use crate::cancel::{self, Cancel, Outside};
 use crate::error::{Error, Result};
 use crate::fusion::params::Integer;
 use crate::fusion::{Hasher, IdTable};
@@ -38,6 +38,37 @@ pub fn pad(n: Integer) -> Result<i64> {
             format!("pad must fit in int64, got {digits}"),
         )),
     }
+}
+
+/// `revalidate_batch`'s ids of an unsigned dtype fit in int64: `max` is the largest, which the
+/// message shows as `shown()` (numpy's repr).
+pub fn check_ids_fit(max: u64, shown: impl FnOnce() -> String) -> Result<()> {
+    if max <= i64::MAX as u64 {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "ids",
+        format!("ids must fit in int64, got {}", shown()),
+    ))
+}
+
+/// Candidate `i` of `revalidate` is not an (id, score) pair: `got` is what it is instead (the
+/// value, of a wrong type; or its number of items).
+pub fn not_a_pair(i: usize, got: &str, wrong_type: bool) -> Error {
+    let name = format!("candidates[{i}]");
+    Error::named(
+        &name,
+        wrong_type,
+        format!("{name} must be an (id, score) pair, got {got}"),
+    )
+}
+
+/// Candidate `i` of `revalidate`, of `n` items, is a pair.
+pub fn check_pair(i: usize, n: usize) -> Result<()> {
+    if n == 2 {
+        return Ok(());
+    }
+    Err(not_a_pair(i, &format!("{n} items"), false))
 }
 
 /// `revalidate_batch`'s scores have the shape of its ids.
@@ -606,22 +637,6 @@ fn compact_rows<S: Copy + Into<f64> + Sync>(
     }
 }
 
-/// Runs the pieces of a call's work that touch none of the caller's objects, and says whether
-/// the call goes on after each: the Python binding runs them with the GIL released, then raises
-/// the exception a signal handler raised meanwhile.
-pub trait Outside<E> {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E>;
-}
-
-/// Work run on the calling thread, as it is.
-pub struct Here;
-
-impl<E> Outside<E> for Here {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> std::result::Result<T, E> {
-        Ok(work())
-    }
-}
-
 /// `revalidate_batch`: plans the batch (`outside`), calls `is_live` ONCE with its unique ids in
 /// first-seen order (not at all when there are none, or `limit` is 0) and compacts the batch
 /// (`outside`, in parallel). `cancel` stops the plan and the compaction.
@@ -664,6 +679,7 @@ pub fn check_live_len(got: usize, expected: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cancel::Here;
 
     #[test]
     fn the_lookup_is_asked_for_ids_and_a_limit_above_0() {
@@ -682,6 +698,29 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "pad must fit in int64, got -99999999999999999999"
+        );
+        assert_eq!(check_ids_fit(i64::MAX as u64, || unreachable!()), Ok(()));
+        let e = check_ids_fit(1 << 63, || "np.uint64(9223372036854775808)".into()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ids must fit in int64, got np.uint64(9223372036854775808)"
+        );
+        assert_eq!(e.argument(), Some("ids"));
+        assert_eq!(check_pair(4, 2), Ok(()));
+        let e = check_pair(4, 3).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "candidates[4] must be an (id, score) pair, got 3 items"
+        );
+        assert_eq!(
+            (e.argument(), e.is_type_error()),
+            (Some("candidates"), false)
+        );
+        assert_eq!(e.place(), (Some(4), None));
+        let e = not_a_pair(0, "int 7", true);
+        assert_eq!(
+            (e.to_string().as_str(), e.is_type_error()),
+            ("candidates[0] must be an (id, score) pair, got int 7", true)
         );
         assert_eq!(check_shapes(&[2, 3], &[2, 3]), Ok(()));
         assert_eq!(

@@ -472,3 +472,15 @@ def test_a_liveness_check_that_changes_the_candidates_does_not_crash():
 
     hits = hybrid_search(Store(), "q", None, keyword_index=Same(keyword), limit=5)
     assert ids(hits) == [1]  # read until the list ran out, nothing invented
+
+
+def test_an_id_whose_hash_changes_the_candidates_does_not_crash():
+    candidates = []
+
+    class Meddling:
+        def __hash__(self):
+            candidates[1] = 12345  # no longer a pair, after the pairs were checked
+            return 1
+
+    candidates.extend([(Meddling(), 0.5), ("b", 0.25)])
+    assert rankfusion._core._pairs_union([candidates]) is None  # the general path names it

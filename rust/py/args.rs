@@ -71,6 +71,31 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "<unrepresentable>".into())
 }
 
+/// An exact tuple of two items (a candidate `(id, score)`), made by [`pair_of`]; each item is
+/// read only when asked for.
+pub struct Pair<'a, 'py>(&'a Bound<'py, PyTuple>);
+
+impl<'a, 'py> Pair<'a, 'py> {
+    #[inline]
+    pub fn id(&self) -> Borrowed<'a, 'py, PyAny> {
+        // SAFETY: a tuple of two items (`pair_of`), immutable.
+        unsafe { self.0.get_borrowed_item_unchecked(0) }
+    }
+
+    #[inline]
+    pub fn score(&self) -> Borrowed<'a, 'py, PyAny> {
+        // SAFETY: as in `id`.
+        unsafe { self.0.get_borrowed_item_unchecked(1) }
+    }
+}
+
+/// `value` as a [`Pair`] when it is an exact tuple of two items.
+#[inline]
+pub fn pair_of<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Option<Pair<'a, 'py>> {
+    let tuple = value.cast_exact::<PyTuple>().ok()?;
+    (tuple.len() == 2).then_some(Pair(tuple))
+}
+
 /// [`as_tuple`] for a value read only by this call: a tuple made here (a copy of a list, say)
 /// is taken out of the cyclic collector's sight (`gc::untrack_own`), so that the collections
 /// that run while the call makes objects do not walk its items. The caller's own tuple is

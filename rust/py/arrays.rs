@@ -64,20 +64,21 @@ fn not_masked(value: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
 }
 
 /// A 2-D array whose dtype kind is accepted (checked before the shape), like the reference's
-/// `_matrix`.
+/// `_matrix`; and its (rows, columns).
 pub fn matrix<'py>(
     value: &Bound<'py, PyAny>,
     name: &str,
     kinds: &[u8],
     what: &str,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
+) -> PyResult<(Bound<'py, PyUntypedArray>, (usize, usize))> {
     let accepts = |kind, _| kinds.contains(&kind);
     read_matrix(value, name, true, "must be a 2-D array", what, accepts)
 }
 
 /// A 2-D array whose dtype (kind, item size) `accepts`, checked before the shape: an ndarray as
 /// it is unless `convert`, any other value through `numpy.asarray` (its ValueError is ours:
-/// `{name} {not_array}: ...`); a dtype refused is a TypeError `{name} must be {what}, ...`.
+/// `{name} {not_array}: ...`); a dtype refused is a TypeError `{name} must be {what}, ...`,
+/// a shape `batch::check_matrix` refuses its error. The array and its (rows, columns).
 fn read_matrix<'py>(
     value: &Bound<'py, PyAny>,
     name: &str,
@@ -85,7 +86,7 @@ fn read_matrix<'py>(
     not_array: &str,
     what: &str,
     accepts: impl Fn(u8, usize) -> bool,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
+) -> PyResult<(Bound<'py, PyUntypedArray>, (usize, usize))> {
     let py = value.py();
     not_masked(value, name)?;
     let array = match value.cast::<PyUntypedArray>() {
@@ -104,34 +105,24 @@ fn read_matrix<'py>(
         let message = format!("{name} must be {what}, got dtype {}", dtype.str()?);
         return Err(type_error(name, message));
     }
-    if array.ndim() != 2 {
-        return Err(value_error(
-            name,
-            format!(
-                "{name} must be a 2-D array (queries, candidates), got shape {}",
-                crate::format::shape(array.shape())
-            ),
-        ));
-    }
-    Ok(array)
+    let shape = batch::check_matrix(name, array.shape())?;
+    Ok((array, shape))
 }
 
-/// `array` as a C-contiguous, aligned array of `dtype` (itself when it already is one).
-pub fn contiguous<'py>(
+/// `array` as a C-contiguous, aligned array of `T` (itself when it already is one), borrowed.
+pub fn contiguous<'py, T: numpy::Element>(
     array: &Bound<'py, PyUntypedArray>,
-    dtype: &str,
-) -> PyResult<Bound<'py, PyUntypedArray>> {
+) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
     let py = array.py();
+    let dtype = numpy::dtype::<T>(py);
     let converted = numpy(py)?
         .call_method1(intern!(py, "ascontiguousarray"), (array, dtype))?
         .cast_into::<PyUntypedArray>()?;
     if converted.is_aligned() {
-        return Ok(converted);
+        return borrow(&converted);
     }
     // A view of a buffer at an odd address, which `ascontiguousarray` keeps: a copy is aligned.
-    Ok(converted
-        .call_method0(intern!(py, "copy"))?
-        .cast_into::<PyUntypedArray>()?)
+    borrow(&converted.call_method0(intern!(py, "copy"))?.cast_into()?)
 }
 
 /// A read-only borrow of an array of `T`.
@@ -146,6 +137,12 @@ pub fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyR
     array
         .as_slice()
         .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// numpy's refusal of a borrow or a slice that cannot happen here (a new array, or one checked
+/// C-contiguous): a RuntimeError.
+pub fn unexpected(e: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
 }
 
 /// The ids of one list, readable with the GIL released and by no one else writable.
@@ -166,9 +163,7 @@ impl IdArray<'_> {
     pub fn matrix(&self) -> PyResult<IdMatrix<'_>> {
         let data = match &self.ids {
             Ids::Copied(v) => v.as_slice(),
-            Ids::Converted(a) => a
-                .as_slice()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+            Ids::Converted(a) => a.as_slice().map_err(unexpected)?,
         };
         IdMatrix::new(data, self.rows, self.cols)
             .ok_or_else(|| PyRuntimeError::new_err("an id array does not match its shape"))
@@ -207,20 +202,13 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
     let what = "an integer array that widens to int64";
     let widens =
         |kind, size| matches!(kind, b'i' | b'u') && batch::widens_to_i64(kind == b'i', size);
-    let array = read_matrix(value, name, false, not_array, what, widens)?;
+    let (array, (rows, cols)) = read_matrix(value, name, false, not_array, what, widens)?;
     let dtype = array.dtype();
-    let (rows, cols) = (array.shape()[0], array.shape()[1]);
     let native = dtype.is_equiv_to(&numpy::dtype::<i64>(py));
     if native && array.is_c_contiguous() && array.is_aligned() {
         let typed = array.cast::<PyArray2<i64>>()?;
-        let ro = typed
-            .try_readonly()
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        let copy = copy_ids(
-            py,
-            ro.as_slice()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
-        )?;
+        let ro = typed.try_readonly().map_err(unexpected)?;
+        let copy = copy_ids(py, ro.as_slice().map_err(unexpected)?)?;
         return Ok(IdArray {
             ids: Ids::Copied(copy),
             rows,
@@ -233,9 +221,7 @@ pub fn id_array<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<IdArray<
     let converted = array
         .call_method("astype", (int64,), Some(&kwargs))?
         .cast_into::<PyArray2<i64>>()?;
-    let ro = converted
-        .try_readonly()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let ro = converted.try_readonly().map_err(unexpected)?;
     Ok(IdArray {
         ids: Ids::Converted(ro),
         rows,
@@ -265,10 +251,8 @@ pub fn float_matrix(
     value: &Bound<'_, PyAny>,
     name: &str,
 ) -> PyResult<(Buffer<f64>, (usize, usize))> {
-    let array = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
-    let shape = (array.shape()[0], array.shape()[1]);
-    let converted = contiguous(&array, "float64")?;
-    let source = borrow::<f64>(&converted)?;
+    let (array, shape) = matrix(value, name, b"iuf", "a real array (integer or float dtype)")?;
+    let source = contiguous::<f64>(&array)?;
     let source = slice(&source)?;
     // A kept buffer or huge pages, as for the ids (`copy_ids`).
     let mut data = Buffer::with_capacity(source.len());

@@ -10,13 +10,12 @@
 use hashbrown::HashMap;
 use numpy::ndarray::Dimension;
 use numpy::{Element, PyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadwriteArray};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt};
 
 use super::args::{as_tuple, describe, int64, Arg};
-use super::arrays::{float_matrix, id_array, new_array, thread_count, IdArray};
-use super::errors::{core_error, type_error};
+use super::arrays::{float_matrix, id_array, new_array, thread_count, unexpected, IdArray};
+use super::errors::type_error;
 use super::query::extract_boost;
 use super::results::BATCH_RESULT;
 use super::signals::Signals;
@@ -108,7 +107,7 @@ fn fuse_rows<'py>(
         drop(scores);
     }
     signals.raise()?;
-    let fused = fused.map_err(|e| core_error(py, e, None))?;
+    let fused = fused?;
 
     let (q, w, l) = (fused.rows(), fused.width(), fused.lists());
     let ids = new_array(py, "empty", &[q, w], "int64")?.cast_into::<PyArray2<i64>>()?;
@@ -149,7 +148,7 @@ fn fuse_rows<'py>(
             drop(fused);
         }
         signals.raise()?;
-        written.map_err(|e| core_error(py, e, None))?;
+        written?;
     }
     let none = || py.None().into_bound(py);
     let mut fields = vec![
@@ -169,18 +168,14 @@ fn fuse_rows<'py>(
 fn writable<'py, T: Element, D: Dimension>(
     array: &Bound<'py, PyArray<T, D>>,
 ) -> PyResult<PyReadwriteArray<'py, T, D>> {
-    array
-        .try_readwrite()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    array.try_readwrite().map_err(unexpected)
 }
 
 /// The data of a writable borrow (a new array: C-contiguous).
 fn data<'a, T: Element, D: Dimension>(
     array: &'a mut PyReadwriteArray<'_, T, D>,
 ) -> PyResult<&'a mut [T]> {
-    array
-        .as_slice_mut()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    array.as_slice_mut().map_err(unexpected)
 }
 
 /// A batch fused by `fusion`: `ids` (named `name`: "ids", or rrf_batch's "lists") per list a
@@ -253,6 +248,5 @@ pub fn _bare_loop(
         .iter()
         .map(IdArray::matrix)
         .collect::<PyResult<Vec<_>>>()?;
-    py.detach(|| batch::bare_loop(&matrices, n_threads, repeat))
-        .map_err(|e| core_error(py, e, None))
+    Ok(py.detach(|| batch::bare_loop(&matrices, n_threads, repeat))?)
 }

@@ -5,7 +5,8 @@
 //! for a malformed run or qrels file, `TrecFormatError(path, line, reason)`. A core [`Error`]
 //! becomes one by [`exception`] (its place and key as fields, the key rendered by Python's
 //! `repr`); the binding's own conversion errors are made by [`type_error`] and [`value_error`].
-//! `Problem::Interrupted` becomes `KeyboardInterrupt`.
+//! `Problem::Interrupted` becomes `KeyboardInterrupt`. An exception about one of many settings
+//! (`_Trace.combine`) carries the setting's index as `setting_index` ([`of_setting`]).
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -13,6 +14,7 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use pyo3::{ffi, intern};
 
 use crate::error::{At, Error, Key, Problem};
+use crate::optimize::SettingError;
 
 /// `bytes` as the TREC readers decode them: UTF-8, each undecodable byte a lone surrogate
 /// (`surrogateescape`).
@@ -156,6 +158,13 @@ pub fn located(py: Python<'_>, e: PyErr, at: At) -> PyErr {
     placed.unwrap_or_else(|err| err)
 }
 
+/// The exception `e` about setting `setting` of a list of settings, with the attribute
+/// `setting_index` added.
+pub fn of_setting(py: Python<'_>, setting: usize, e: PyErr) -> PyErr {
+    let _ = e.value(py).setattr("setting_index", setting);
+    e
+}
+
 /// The key object of a key the core looked up itself (an int, a doc id).
 fn core_key<'py>(py: Python<'py>, key: &Key) -> PyResult<Bound<'py, PyAny>> {
     match key {
@@ -229,6 +238,13 @@ pub fn fusion_error<'py>(py: Python<'py>, e: Error, lists: &[Bound<'py, PyTuple>
         &|list, position| lists.get(list)?.get_item(position).ok(),
         None,
     )
+}
+
+impl From<SettingError> for PyErr {
+    /// The core's error about one setting of many (`crate::optimize::combine`).
+    fn from(e: SettingError) -> PyErr {
+        Python::attach(|py| of_setting(py, e.setting, core_error(py, e.error, None)))
+    }
 }
 
 impl From<Error> for PyErr {

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 
-use super::args::integer;
+use super::args::{integer, pair_of};
 use super::fusion::fusion_arg;
 use super::query;
 use crate::revalidate::take_kept;
@@ -24,11 +24,7 @@ fn tuple_pairs<'py>(searches: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'
             return Ok(None);
         };
         let pairs = list.iter().all(|item| {
-            item.cast_exact::<PyTuple>().is_ok_and(|t| {
-                // SAFETY: a tuple of two items.
-                t.len() == 2
-                    && unsafe { t.get_borrowed_item_unchecked(1) }.is_exact_instance_of::<PyFloat>()
-            })
+            pair_of(&item).is_some_and(|p| p.score().is_exact_instance_of::<PyFloat>())
         });
         if !pairs {
             return Ok(None);
@@ -54,10 +50,14 @@ pub fn _pairs_union<'py>(
     let none = py.None();
     for list in &lists {
         for item in list.iter() {
-            // SAFETY: `tuple_pairs` checked that every item is a tuple of two items.
-            let id = unsafe {
-                item.cast_unchecked::<PyTuple>()
-                    .get_borrowed_item_unchecked(0)
+            // A pair (`tuple_pairs`), unless an id's `__hash__` or `__eq__` changed the list
+            // since: item 0 is read checked.
+            let Some(id) = item
+                .cast_exact::<PyTuple>()
+                .ok()
+                .and_then(|t| t.get_borrowed_item(0).ok())
+            else {
+                return Ok(None);
             };
             match seen.set_item(id, &none) {
                 Ok(()) => {}
@@ -96,16 +96,10 @@ pub fn _fuse_live_pairs<'py>(
     for search in &searches {
         // The list is the caller's: `alive.__contains__` may have changed it.
         let live = take_kept(search.iter(), window, |item| {
-            let Some(pair) = item.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 2) else {
+            let Some(pair) = pair_of(&item) else {
                 return Err(not_pairs());
             };
-            // SAFETY: a tuple of two items.
-            let (id, score) = unsafe {
-                (
-                    pair.get_borrowed_item_unchecked(0),
-                    pair.get_borrowed_item_unchecked(1),
-                )
-            };
+            let (id, score) = (pair.id(), pair.score());
             let live = alive.contains(id)?;
             Ok(live.then(|| (id.to_owned(), score.to_owned())))
         })?;

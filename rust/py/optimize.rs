@@ -13,8 +13,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::args::integer;
-use super::arrays::{borrow, contiguous, numpy, slice, thread_count};
-use super::errors::core_error;
+use super::arrays::{contiguous, numpy, slice, thread_count};
+use super::errors::of_setting;
 use super::fusion::fusion_arg;
 use crate::optimize::{self, Trace};
 
@@ -43,15 +43,8 @@ fn copied<T: numpy::Element + Copy>(
             crate::format::shape(array.shape())
         )));
     }
-    let converted = contiguous(&array, dtype)?;
-    let data = slice(&borrow::<T>(&converted)?)?.to_vec();
+    let data = slice(&contiguous::<T>(&array)?)?.to_vec();
     Ok((data, array.shape().to_vec()))
-}
-
-/// The error `err` of setting `setting`, with the attribute `setting_index` added.
-fn of_setting(py: Python<'_>, setting: usize, err: PyErr) -> PyErr {
-    let _ = err.value(py).setattr("setting_index", setting);
-    err
 }
 
 /// A traced fusion of Q queries: `fuse_batch(..., trace=True)` with weight 1 for every list (so
@@ -111,9 +104,7 @@ impl PyTrace {
             let plan = fusion_arg(&setting).and_then(|f| Ok(f.plan(lists)?));
             plans.push(plan.map_err(|e| of_setting(py, s, e))?);
         }
-        let combined = py
-            .detach(|| optimize::combine(&self.trace, &plans, cutoff, n_threads))
-            .map_err(|e| of_setting(py, e.setting, core_error(py, e.error, None)))?;
+        let combined = py.detach(|| optimize::combine(&self.trace, &plans, cutoff, n_threads))?;
         let counts = combined.counts.into_pyarray(py).reshape([n, rows])?;
         PyTuple::new(
             py,

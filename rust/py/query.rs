@@ -7,10 +7,9 @@ use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyTuple};
 use pyo3::{ffi, Borrowed};
 
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
 
 use super::args::{as_tuple, describe, mapping_type, private_tuple, real, repr};
-use super::arrays::contiguous;
+use super::arrays::{contiguous, slice, unexpected};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
 use super::keys::{exact_ints, items, PyInterner};
@@ -181,20 +180,15 @@ fn float_array(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<f64>>> {
         return Ok(None);
     }
     let native = dtype.is_equiv_to(&numpy::dtype::<f64>(item.py()));
-    let array = if native && array.is_c_contiguous() && array.is_aligned() {
-        array.clone()
-    } else {
-        contiguous(array, "float64")?
-    };
+    if !(native && array.is_c_contiguous() && array.is_aligned()) {
+        return Ok(Some(slice(&contiguous::<f64>(array)?)?.to_vec()));
+    }
+    // (Read in place, without numpy's call nor a borrow: most arrays are already float64.)
     let array = array.cast::<PyArray1<f64>>()?;
     // SAFETY: a C-contiguous, aligned float64 array, copied with the GIL held while no Python
     // code runs (the data cannot change meanwhile).
-    let values = unsafe { array.as_slice() };
-    Ok(Some(
-        values
-            .map_err(|e| PyValueError::new_err(e.to_string()))?
-            .to_vec(),
-    ))
+    let values = unsafe { array.as_slice() }.map_err(unexpected)?;
+    Ok(Some(values.to_vec()))
 }
 
 fn is_finite_float(value: &Bound<'_, PyAny>) -> bool {

@@ -10,15 +10,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::{
-    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, real, type_name,
-    Arg,
+    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, pair_of, real,
+    repr, type_name, Arg,
 };
 use super::arrays::{borrow, contiguous, matrix, numpy, slice};
-use super::errors::{type_error, value_error};
+use super::errors::type_error;
 use super::keys::{as_i64, hashable_type, PyInterner};
 use super::results::{REVALIDATED, REVALIDATED_BATCH};
-use super::signals::Signals;
-use crate::error::Error;
+use super::signals::{Detached, Signals};
 use crate::revalidate::{self as core, Plan, PoolSize};
 
 // --- pool_size -------------------------------------------------------------------------------------
@@ -64,24 +63,13 @@ fn pair<'py>(
     value: &Bound<'py, PyAny>,
     i: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if let Ok(t) = value.cast_exact::<PyTuple>() {
-        if t.len() == 2 {
-            // SAFETY: a tuple of two items.
-            return unsafe {
-                let id = t.get_borrowed_item_unchecked(0).to_owned();
-                Ok((id, t.get_borrowed_item_unchecked(1).to_owned()))
-            };
-        }
+    if let Some(pair) = pair_of(value) {
+        return Ok((pair.id().to_owned(), pair.score().to_owned()));
     }
-    let name = || format!("candidates[{i}]");
-    let not_a_pair = |got| format!("{} must be an (id, score) pair, got {got}", name());
     let items = items_of(value, |_| {
-        Error::named(&name(), true, not_a_pair(describe(value))).into()
+        core::not_a_pair(i, &describe(value), true).into()
     })?;
-    if items.len() != 2 {
-        let message = not_a_pair(format!("{} items", items.len()));
-        return Err(value_error(&name(), message));
-    }
+    core::check_pair(i, items.len())?;
     Ok((items.get_item(0)?, items.get_item(1)?))
 }
 
@@ -310,7 +298,7 @@ pub fn revalidate_batch<'py>(
     pad: Arg<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     // 1. Arguments, in signature order.
-    let ids = matrix(
+    let (ids, shape) = matrix(
         ids,
         "ids",
         b"iu",
@@ -318,14 +306,9 @@ pub fn revalidate_batch<'py>(
     )?;
     if ids.dtype().kind() == b'u' && ids.dtype().itemsize() == 8 && !ids.is_empty() {
         let max = ids.call_method0(intern!(py, "max"))?;
-        if max.gt(i64::MAX)? {
-            return Err(value_error(
-                "ids",
-                format!("ids must fit in int64, got {}", max.repr()?),
-            ));
-        }
+        core::check_ids_fit(max.extract()?, || repr(&max))?;
     }
-    let scores = matrix(
+    let (scores, _) = matrix(
         scores,
         "scores",
         b"iuf",
@@ -342,43 +325,27 @@ pub fn revalidate_batch<'py>(
     // numpy first), through read-only borrows held across the GIL-free work: like numpy's own
     // GIL-free loops, the call assumes no other thread writes them meanwhile (if one does, the
     // result is unspecified, but nothing panics or reads out of bounds).
-    let shape = (ids.shape()[0], ids.shape()[1]);
-    let ids = contiguous(&ids, "int64")?;
-    let ids = borrow::<i64>(&ids)?;
+    let ids = contiguous::<i64>(&ids)?;
     let ids = slice(&ids)?;
     if scores.dtype().kind() == b'f' && scores.dtype().itemsize() == 4 {
-        revalidate_rows::<f32>(py, ids, &scores, "float32", shape, pad, is_live, limit)
+        revalidate_rows::<f32>(py, ids, &scores, shape, pad, is_live, limit)
     } else {
-        revalidate_rows::<f64>(py, ids, &scores, "float64", shape, pad, is_live, limit)
+        revalidate_rows::<f64>(py, ids, &scores, shape, pad, is_live, limit)
     }
 }
 
-/// Detached work: the GIL released, then the exception a signal handler raised meanwhile.
-struct Detached<'a, 'py>(Python<'py>, &'a Signals);
-
-impl core::Outside<PyErr> for Detached<'_, '_> {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-        let out = self.0.detach(work);
-        self.1.raise()?;
-        Ok(out)
-    }
-}
-
-/// `core::revalidate_batch` of the batch of `ids` and `scores` read as `dtype` (the plan and
-/// the compaction with the GIL released), and the result arrays.
-#[allow(clippy::too_many_arguments)]
+/// `core::revalidate_batch` of the batch of `ids` and `scores` read as `S` (the plan and the
+/// compaction with the GIL released), and the result arrays.
 fn revalidate_rows<'py, S: numpy::Element + Copy + Into<f64> + Sync>(
     py: Python<'py>,
     ids: &[i64],
     scores: &Bound<'py, PyUntypedArray>,
-    dtype: &str,
     (n_rows, n_cols): (usize, usize),
     pad: i64,
     is_live: &Bound<'py, PyAny>,
     limit: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let scores = contiguous(scores, dtype)?;
-    let scores = borrow::<S>(&scores)?;
+    let scores = contiguous::<S>(scores)?;
     let batch = core::Batch::new(ids, slice(&scores)?, n_rows, n_cols, pad)?;
     let signals = Signals::new(py)?;
     let out = core::revalidate_batch(

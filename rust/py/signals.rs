@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 
-use crate::cancel::{Cancel, Hook};
+use crate::cancel::{Cancel, Hook, Outside};
 
 pub struct Signals {
     /// The exception a signal handler raised (usually `KeyboardInterrupt`).
@@ -125,9 +125,19 @@ fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
     Ok(is_main)
 }
 
-/// Runs `work` with the GIL released and a `Cancel` that polls Python's signals (see
-/// [`Signals`]): the exception a signal handler raised during the work, if one did, is the
-/// error (the work's result dropped), else the work's result is returned.
+/// Work run with the GIL released, then the exception a signal handler raised meanwhile (see
+/// [`Signals::raise`]) is the error, the work's result dropped.
+pub struct Detached<'a, 'py>(pub Python<'py>, pub &'a Signals);
+
+impl Outside<PyErr> for Detached<'_, '_> {
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+        let out = self.0.detach(work);
+        self.1.raise()?;
+        Ok(out)
+    }
+}
+
+/// Runs `work` [`Detached`], with a `Cancel` that polls Python's signals (see [`Signals`]).
 pub fn detached<T, F>(py: Python<'_>, work: F) -> PyResult<T>
 where
     T: Send,
@@ -135,9 +145,7 @@ where
 {
     let signals = Signals::new(py)?;
     let cancel = signals.cancel();
-    let out = py.detach(|| work(&cancel));
-    signals.raise()?;
-    Ok(out)
+    Detached(py, &signals).run(|| work(&cancel))
 }
 
 /// The exception for a computation stopped by its `Cancel` when no handler's exception was kept

@@ -102,10 +102,9 @@ fn read_file<'py>(
     };
     let mut file = std::fs::File::open(&path).map_err(os_error)?;
     let size = usize::try_from(file.metadata().map_err(os_error)?.len()).ok();
-    let (bytes, start, total) = unset_bytes(py, size)?;
-    // SAFETY: the `total` bytes of `bytes`, which is ours alone until returned: `fill` writes
-    // them (reads into them), and the object is returned only once all were written.
-    let buffer = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, total) };
+    // SAFETY: `fill` writes (reads into) every byte of `buffer`, and `bytes` is returned only
+    // once all were written; `buffer` is not used after.
+    let (bytes, buffer) = unsafe { unset_bytes(py, size)? };
     let read = |file: &mut std::fs::File, piece: &mut [u8]| py.detach(|| file.read(piece));
     let between = |done: Option<usize>| {
         py.check_signals()?;
@@ -119,37 +118,38 @@ fn read_file<'py>(
 }
 
 /// A new bytes object of `total` bytes (None: more than a size holds) whose contents are not
-/// set yet, the address of its first byte and `total`: the caller writes all of them before
-/// the object is shared (it is the caller's alone until then; reading it first reads garbage).
-fn unset_bytes(
+/// set yet, and its bytes to write.
+///
+/// # Safety
+/// The object is the caller's alone until then: the caller writes every byte before it shares
+/// the object (reading it first reads garbage), and does not use the slice after.
+unsafe fn unset_bytes(
     py: Python<'_>,
     total: Option<usize>,
-) -> PyResult<(Bound<'_, PyBytes>, usize, usize)> {
+) -> PyResult<(Bound<'_, PyBytes>, &mut [u8])> {
     let too_many = || PyValueError::new_err("too many bytes for one bytes object");
     let total = total.ok_or_else(too_many)?;
     let size = ffi::Py_ssize_t::try_from(total).map_err(|_| too_many())?;
-    // SAFETY: PyBytes_FromStringAndSize with NULL makes a bytes object of `size` bytes, unset.
-    let bytes = unsafe {
-        Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromStringAndSize(std::ptr::null(), size))?
-            .cast_into_unchecked::<PyBytes>()
-    };
-    // SAFETY: a bytes object's buffer, alive as long as `bytes`.
-    let start = unsafe { ffi::PyBytes_AsString(bytes.as_ptr()) } as usize;
-    Ok((bytes, start, total))
+    // SAFETY: PyBytes_FromStringAndSize with NULL makes a bytes object of `size` bytes, unset;
+    // its buffer lives as long as the object, which no one else sees yet.
+    unsafe {
+        let bytes = Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyBytes_FromStringAndSize(std::ptr::null(), size),
+        )?
+        .cast_into_unchecked::<PyBytes>();
+        let start = ffi::PyBytes_AsString(bytes.as_ptr()).cast::<u8>();
+        Ok((bytes, std::slice::from_raw_parts_mut(start, total)))
+    }
 }
 
 /// The bytes of `slices` one after the other, as one new bytes object, copied with the GIL
 /// released and Ctrl-C checked between slices.
 fn joined<'py>(py: Python<'py>, slices: &[&[u8]]) -> PyResult<Bound<'py, PyBytes>> {
-    let total = slices
-        .iter()
-        .try_fold(0usize, |total, s| total.checked_add(s.len()));
-    let (bytes, start, total) = unset_bytes(py, total)?;
-    // SAFETY: the `total` bytes of `bytes`, ours alone until returned: `concat_into` writes them
-    // all, or fails (the object then dropped unread).
-    let out = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, total) };
-    let copied = signals::detached(py, |cancel| trec::read::concat_into(out, slices, cancel))?;
-    copied.map_err(|e| core_error(py, e, None))?;
+    // SAFETY: `concat_into` writes every byte of `out`, or fails (the object then dropped
+    // unread); `out` is not used after.
+    let (bytes, out) = unsafe { unset_bytes(py, trec::read::total_len(slices))? };
+    signals::detached(py, |cancel| trec::read::concat_into(out, slices, cancel))??;
     Ok(bytes)
 }
 
@@ -376,8 +376,7 @@ fn parse_run_files<'py>(
     let slices: Vec<&[u8]> = datas.iter().map(|d| d.as_bytes()).collect();
     let parsed = signals::detached(py, |cancel| {
         trec::parse_runs(&slices, order, duplicates, score, cancel)
-    })?;
-    let parsed = parsed.map_err(|e| core_error(py, e, None))?;
+    })??;
     let files = parsed.into_iter().zip(datas.iter().zip(&paths));
     let files = files.map(|(parsed, (data, path))| match parsed {
         Ok(queries) => {
@@ -420,8 +419,7 @@ fn fuse_run_files<'py>(
         .collect();
     let out = signals::detached(py, |cancel| {
         fuse::fused_run_pooled(&core, &plan, tag, cancel)
-    })?;
-    let out = out.map_err(|e| core_error(py, e, None))?;
+    })??;
     // Copied in pieces, Ctrl-C checked between them, and freed on another thread: the output
     // of 18 M lines is 0.45 GB, whose copy and release took up to 0.1 s each with the GIL held.
     let bytes = joined(py, &out.chunks(OUTPUT_PIECE).collect::<Vec<_>>());

@@ -7,11 +7,18 @@ use std::io::{self, ErrorKind};
 use crate::cancel::Cancel;
 use crate::error::Error;
 
+/// How many bytes `pieces` hold together; None when that is more than a `usize` holds.
+pub fn total_len(pieces: &[&[u8]]) -> Option<usize> {
+    pieces
+        .iter()
+        .try_fold(0usize, |total, p| total.checked_add(p.len()))
+}
+
 /// Copies `pieces` one after the other into `out`, which must be exactly as long as they are
-/// together (else an error, nothing copied). `cancel` is polled before each piece
-/// (`Problem::Interrupted`).
+/// together ([`total_len`]; else an error, nothing copied). `cancel` is polled before each
+/// piece (`Problem::Interrupted`).
 pub fn concat_into(out: &mut [u8], pieces: &[&[u8]], cancel: &Cancel<'_>) -> Result<(), Error> {
-    if pieces.iter().map(|p| p.len()).sum::<usize>() != out.len() {
+    if total_len(pieces) != Some(out.len()) {
         return Err(Error::invalid(
             "pieces",
             "the pieces do not fill the buffer",
@@ -129,6 +136,8 @@ mod tests {
 
     #[test]
     fn pieces_are_copied_one_after_the_other() {
+        assert_eq!(total_len(&[b"ab", b"", b"cde"]), Some(5));
+        assert_eq!(total_len(&[]), Some(0));
         let mut out = [0u8; 5];
         let none = Cancel::none();
         assert_eq!(concat_into(&mut out, &[b"ab", b"", b"cde"], &none), Ok(()));
