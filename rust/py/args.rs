@@ -11,6 +11,7 @@ use pyo3::types::{
 use pyo3::{ffi, Borrowed};
 
 use super::errors::Bad;
+use super::results::tuple_items;
 use crate::error::Error;
 use crate::fusion::params::{self, Duplicates, Integer, TieBreak};
 use crate::fusion::{Method, Norm};
@@ -71,29 +72,36 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "<unrepresentable>".into())
 }
 
-/// An exact tuple of two items (a candidate `(id, score)`), made by [`pair_of`]; each item is
-/// read only when asked for.
-pub struct Pair<'a, 'py>(&'a Bound<'py, PyTuple>);
+/// The items of an exact tuple, read in place (under the stable ABI, pyo3 reads each one through
+/// a call of `PyTuple_GetItem`).
+#[inline]
+pub fn items<'a, 'py>(tuple: &'a Bound<'py, PyTuple>) -> &'a [Bound<'py, PyAny>] {
+    // SAFETY: the module's types were made at import, so the offset of a tuple's items is known
+    // (`results::tuple_items`); a tuple's `len()` items start there and never change, and a
+    // `Bound<PyAny>` has the layout of an object pointer.
+    unsafe { std::slice::from_raw_parts(tuple_items(tuple.as_ptr()).cast(), tuple.len()) }
+}
+
+/// An exact tuple of two items (a candidate `(id, score)`), made by [`pair_of`].
+pub struct Pair<'a, 'py>(&'a [Bound<'py, PyAny>]);
 
 impl<'a, 'py> Pair<'a, 'py> {
     #[inline]
-    pub fn id(&self) -> Borrowed<'a, 'py, PyAny> {
-        // SAFETY: a tuple of two items (`pair_of`), immutable.
-        unsafe { self.0.get_borrowed_item_unchecked(0) }
+    pub fn id(&self) -> &'a Bound<'py, PyAny> {
+        &self.0[0]
     }
 
     #[inline]
-    pub fn score(&self) -> Borrowed<'a, 'py, PyAny> {
-        // SAFETY: as in `id`.
-        unsafe { self.0.get_borrowed_item_unchecked(1) }
+    pub fn score(&self) -> &'a Bound<'py, PyAny> {
+        &self.0[1]
     }
 }
 
 /// `value` as a [`Pair`] when it is an exact tuple of two items.
 #[inline]
 pub fn pair_of<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Option<Pair<'a, 'py>> {
-    let tuple = value.cast_exact::<PyTuple>().ok()?;
-    (tuple.len() == 2).then_some(Pair(tuple))
+    let items = items(value.cast_exact::<PyTuple>().ok()?);
+    (items.len() == 2).then_some(Pair(items))
 }
 
 /// [`as_tuple`] for a value read only by this call: a tuple made here (a copy of a list, say)

@@ -6,23 +6,12 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyInt, PyTuple, PyType};
 use pyo3::{ffi, Borrowed};
 
-use super::args::repr;
+use super::args::{items, repr};
 use super::errors::type_error;
-use super::results::tuple_items;
 
 /// Signals are checked every this many items read by [`exact_ints`] (and slots of a
 /// [`PyInterner`] filled).
 const SIGNALS_EVERY: usize = 1 << 16;
-
-/// The items of an exact tuple, read in place (under the stable ABI, pyo3 reads each one through
-/// a call of `PyTuple_GetItem`).
-#[inline]
-pub fn items<'a, 'py>(tuple: &'a Bound<'py, PyTuple>) -> &'a [Bound<'py, PyAny>] {
-    // SAFETY: the module's types were made at import, so the offset of a tuple's items is known
-    // (`results::tuple_items`); a tuple's `len()` items start there and never change, and a
-    // `Bound<PyAny>` has the layout of an object pointer.
-    unsafe { std::slice::from_raw_parts(tuple_items(tuple.as_ptr()).cast(), tuple.len()) }
-}
 
 /// The first `read[i]` items of every list as i64, when each is an exact `int` that fits in
 /// i64; `None` as soon as another key is met. Signals are checked as it goes (a signal

@@ -8,11 +8,11 @@ use pyo3::{ffi, Borrowed};
 
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 
-use super::args::{as_tuple, describe, mapping_type, private_tuple, real, repr};
+use super::args::{as_tuple, describe, items, mapping_type, private_tuple, real, repr};
 use super::arrays::{contiguous, slice, unexpected};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
-use super::keys::{exact_ints, items, PyInterner};
+use super::keys::{exact_ints, PyInterner};
 use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::{At, Error};

@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::{
-    as_tuple, describe, index, integer, integer_setting, items_of, mapping_type, pair_of, real,
-    repr, type_name, Arg,
+    as_tuple, describe, index, integer, integer_setting, items, items_of, mapping_type, pair_of,
+    real, repr, type_name, Arg,
 };
 use super::arrays::{borrow, contiguous, matrix, numpy, slice};
 use super::errors::type_error;
@@ -100,13 +100,11 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
     let outer = as_tuple(candidates, "candidates")?;
     let mut pairs = Vec::with_capacity(outer.len());
     let mut ints = Some(Vec::with_capacity(outer.len()));
-    for i in 0..outer.len() {
+    for (i, candidate) in items(&outer).iter().enumerate() {
         if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
             py.check_signals()?;
         }
-        // SAFETY: i < len.
-        let candidate = unsafe { outer.get_borrowed_item_unchecked(i) };
-        let (id, score) = pair(&candidate, i)?;
+        let (id, score) = pair(candidate, i)?;
         let exact_int = id.is_exact_instance_of::<PyInt>();
         if !exact_int
             && !id.is_exact_instance_of::<PyString>()
