@@ -178,12 +178,32 @@ fn real_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     REAL.import(py, "numbers", "Real")
 }
 
+/// The value of an exact float, or of an exact int that a float holds (`float(x)`, no
+/// overflow), read without running any Python code; None for any other item (which
+/// [`real`] converts, naming it in its errors).
+#[inline]
+pub fn plain_real(x: &Bound<'_, PyAny>) -> Option<f64> {
+    if let Ok(f) = x.cast_exact::<PyFloat>() {
+        return Some(f.value());
+    }
+    if !x.is_exact_instance_of::<PyInt>() {
+        return None;
+    }
+    // SAFETY: an exact int, the GIL held: `int.__float__`'s conversion, -1.0 with an exception
+    // set when it overflows.
+    let v = unsafe { ffi::PyLong_AsDouble(x.as_ptr()) };
+    if v == -1.0 && PyErr::take(x.py()).is_some() {
+        return None;
+    }
+    Some(v)
+}
+
 /// A real number (int, float, numpy scalar, Fraction...; not bool) as a float64, like the
 /// reference's `_real`: a conversion that overflows is a ValueError; NaN and infinities are
 /// returned (the core's checks reject them where they must be finite).
 pub fn real(value: &Bound<'_, PyAny>, name: &str) -> Result<f64, Bad> {
-    if let Ok(f) = value.cast_exact::<PyFloat>() {
-        return Ok(f.value());
+    if let Some(x) = plain_real(value) {
+        return Ok(x);
     }
     let py = value.py();
     if value.is_instance_of::<PyBool>() || !value.is_instance(real_type(py)?)? {

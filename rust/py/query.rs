@@ -3,12 +3,12 @@
 //! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 use pyo3::{ffi, Borrowed};
 
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 
-use super::args::{as_tuple, describe, items, mapping_type, private_tuple, real, repr};
+use super::args::{as_tuple, describe, items, mapping_type, plain_real, private_tuple, real, repr};
 use super::arrays::{contiguous, slice, unexpected};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
@@ -116,26 +116,6 @@ fn raw_scores(
         raw_scores[i] = Some(raw);
     }
     Ok(raw_scores)
-}
-
-/// The value of an exact float, or of an exact int that a float holds (`float(x)`, no
-/// overflow), read without running any Python code; None for any other item (which
-/// `args::real` converts, naming it in its errors).
-#[inline]
-fn plain_real(x: &Bound<'_, PyAny>) -> Option<f64> {
-    if let Ok(f) = x.cast_exact::<PyFloat>() {
-        return Some(f.value());
-    }
-    if !x.is_exact_instance_of::<PyInt>() {
-        return None;
-    }
-    // SAFETY: an exact int, the GIL held: `int.__float__`'s conversion, -1.0 with an exception
-    // set when it overflows.
-    let v = unsafe { ffi::PyLong_AsDouble(x.as_ptr()) };
-    if v == -1.0 && PyErr::take(x.py()).is_some() {
-        return None;
-    }
-    Some(v)
 }
 
 /// The values of `scores`' item when it is an exact list of exact floats and ints (see
