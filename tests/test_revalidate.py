@@ -622,3 +622,15 @@ def test_batch_after_fork():
         child.kill()
         pytest.fail("revalidate_batch hung in a forked child")
     assert queue.get(timeout=5) == 20000
+
+
+@pytest.mark.parametrize("dtype", ["<u8", ">u8"])
+def test_batch_uint64_ids_beyond_int64_are_refused_in_either_byte_order(impl, dtype):
+    scores = np.zeros((1, 3))
+    everything = lambda ids: np.ones(len(ids), dtype=bool)
+    with pytest.raises(rankfusion.FusionError) as e:
+        impl.revalidate_batch(np.array([[1, 2**63 + 5, 3]], dtype=dtype), scores, everything)
+    assert e.value.argument == "ids"
+    assert str(e.value) == "ids must fit in int64, got np.uint64(9223372036854775813)"
+    out = impl.revalidate_batch(np.array([[1, 2**63 - 1, 3]], dtype=dtype), scores, everything)
+    assert out.ids.tolist() == [[1, 2**63 - 1, 3]]

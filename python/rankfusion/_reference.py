@@ -1404,7 +1404,7 @@ def revalidate_batch(
 
     # 1. Arguments, in signature order.
     ids = _matrix(ids, "ids", "iu", "an integer array (an integer dtype that fits in int64)")
-    if ids.dtype == np.uint64 and ids.size and ids.max() > 2**63 - 1:
+    if ids.dtype.kind == "u" and ids.dtype.itemsize == 8 and ids.size and ids.max() > 2**63 - 1:
         raise _bad_value("ids", f"ids must fit in int64, got {ids.max()!r}")
     scores = _matrix(scores, "scores", "iuf", "a real array (integer or float dtype)")
     if scores.shape != ids.shape:

@@ -129,7 +129,10 @@ pub fn contiguous<'py, T: numpy::Element>(
 pub fn borrow<'py, T: numpy::Element>(
     array: &Bound<'py, PyUntypedArray>,
 ) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
-    Ok(array.cast::<PyArrayDyn<T>>()?.readonly())
+    array
+        .cast::<PyArrayDyn<T>>()?
+        .try_readonly()
+        .map_err(unexpected)
 }
 
 /// The data of a C-contiguous borrow.

@@ -3,13 +3,13 @@
 //! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 use pyo3::{ffi, Borrowed};
 
-use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 
 use super::args::{as_tuple, describe, items, mapping_type, plain_real, private_tuple, real, repr};
-use super::arrays::{contiguous, slice, unexpected};
+use super::arrays::{contiguous, slice};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
 use super::keys::{exact_ints, PyInterner};
@@ -81,9 +81,11 @@ fn raw_scores(
         if item.is_none() {
             continue;
         }
-        if let Some(values) =
-            exact_reals(&item).map_or_else(|| float_array(&item), |v| Ok(Some(v)))?
-        {
+        let read_whole = match exact_reals(&item) {
+            Some(values) => Some(values),
+            None => float_array(&item)?,
+        };
+        if let Some(values) = read_whole {
             params::list_scores_len(i, values.len(), lists[i].len())?;
             let raw = values.into_iter().enumerate();
             let raw = raw.map(|(j, x)| params::raw_score(x, read, i, j));
@@ -119,9 +121,11 @@ fn raw_scores(
 }
 
 /// The values of `scores`' item when it is an exact list of exact floats and ints (see
-/// [`plain_real`]), shorter than `SIGNALS_EVERY`, read in place: nothing of Python's runs while
-/// they are read, so the list needs no copy. None for any other value.
+/// [`plain_real`]), shorter than `SIGNALS_EVERY`, read in place, so the list needs no copy:
+/// nothing of Python's runs while they are read, until an int overflows a float (its exception
+/// is made, then the list is never read again). None for any other value.
 fn exact_reals(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
+    let py = item.py();
     let list = item.cast_exact::<PyList>().ok()?;
     let n = list.len();
     if n >= SIGNALS_EVERY {
@@ -129,11 +133,14 @@ fn exact_reals(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
     }
     let mut values = Vec::with_capacity(n);
     for j in 0..n {
-        // SAFETY: a list, the GIL held; `j` is inside it, and it cannot change meanwhile (no
-        // Python code runs here). A borrowed reference or NULL.
-        let x = unsafe {
-            Borrowed::from_ptr_or_opt(item.py(), ffi::PyList_GetItem(list.as_ptr(), j as isize))
-        }?;
+        // SAFETY: a list, the GIL held; `j` is inside it, and it cannot have changed (see
+        // above). A borrowed reference, or NULL with an exception set.
+        let x =
+            unsafe { Borrowed::from_ptr_or_opt(py, ffi::PyList_GetItem(list.as_ptr(), j as _)) };
+        let Some(x) = x else {
+            drop(PyErr::take(py));
+            return None;
+        };
         values.push(plain_real(&x)?);
     }
     Some(values)
@@ -144,7 +151,8 @@ fn exact_reals(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
 /// gives, without making an object per item. None for any other value.
 fn float_array(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<f64>>> {
     // (numpy is imported only for a value that may be an array.)
-    if item.is_instance_of::<PyList>() || item.get_type().name()?.to_cow()? != "ndarray" {
+    let named_ndarray = |n: Bound<'_, PyString>| n.to_cow().is_ok_and(|n| n == "ndarray");
+    if item.is_instance_of::<PyList>() || !item.get_type().name().is_ok_and(named_ndarray) {
         return Ok(None);
     }
     let Ok(array) = item.cast_exact::<PyUntypedArray>() else {
@@ -159,16 +167,7 @@ fn float_array(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<f64>>> {
     if array.ndim() != 1 || !real {
         return Ok(None);
     }
-    let native = dtype.is_equiv_to(&numpy::dtype::<f64>(item.py()));
-    if !(native && array.is_c_contiguous() && array.is_aligned()) {
-        return Ok(Some(slice(&contiguous::<f64>(array)?)?.to_vec()));
-    }
-    // (Read in place, without numpy's call nor a borrow: most arrays are already float64.)
-    let array = array.cast::<PyArray1<f64>>()?;
-    // SAFETY: a C-contiguous, aligned float64 array, copied with the GIL held while no Python
-    // code runs (the data cannot change meanwhile).
-    let values = unsafe { array.as_slice() }.map_err(unexpected)?;
-    Ok(Some(values.to_vec()))
+    Ok(Some(slice(&contiguous::<f64>(array)?)?.to_vec()))
 }
 
 fn is_finite_float(value: &Bound<'_, PyAny>) -> bool {
@@ -196,10 +195,14 @@ pub fn extract_boost<'py>(
         ));
     }
     if let Ok(dict) = b.cast_exact::<PyDict>() {
-        // A dict of finite floats, copied as it is (the copy runs no Python code).
-        let copy = dict.copy()?;
-        if copy.iter().all(|(_, value)| is_finite_float(&value)) {
-            return Ok(Some(copy));
+        // A dict of atomic keys (whose hash and `==` are Python's own: none runs a line of
+        // Python, so skipping them cannot be seen) and finite floats, copied as it is. Nothing
+        // here runs Python code, so the dict cannot change while it is read.
+        let plain = |(key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>)| {
+            is_atomic(&key) && is_finite_float(&value)
+        };
+        if dict.iter().all(plain) {
+            return Ok(Some(dict.copy()?));
         }
     }
     let values = PyDict::new(py);
@@ -410,7 +413,7 @@ impl Engine {
                 let contributions = self.trace.hit(j);
                 // SAFETY: a new tuple of that length; each slot is set once below, with a new
                 // reference it steals (a tuple dropped half-filled releases only what it holds).
-                let items = unsafe {
+                let explained = unsafe {
                     Bound::from_owned_ptr_or_err(
                         py,
                         ffi::PyTuple_New(contributions.len() as ffi::Py_ssize_t),
@@ -435,7 +438,7 @@ impl Engine {
                     // SAFETY: `items` is a new tuple of `contributions.len()` slots, all NULL;
                     // `i` is in range (a record was made above: the items' offset is known).
                     unsafe {
-                        *tuple_items(items.as_ptr()).add(i) = item.into_ptr();
+                        *tuple_items(explained.as_ptr()).add(i) = item.into_ptr();
                     }
                 }
                 let applied = [
@@ -444,12 +447,13 @@ impl Engine {
                     self.trace.boosts[j],
                 ];
                 let hit = if applied.iter().all(|x| x.is_nan()) {
-                    HIT.make_array(py, [key.to_owned(), score, items], true) // factor .. boost unset: None
+                    HIT.make_array(py, [key.to_owned(), score, explained], true)
+                // factor .. boost unset: None
                 } else {
                     let [factor, divisor, boost] = applied.map(float_or_none);
                     HIT.make_array(
                         py,
-                        [key.to_owned(), score, items, factor, divisor, boost],
+                        [key.to_owned(), score, explained, factor, divisor, boost],
                         true,
                     )
                 };

@@ -453,12 +453,14 @@ pub unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
     obj.cast::<u8>().add(offset).cast()
 }
 
-/// The items of a tuple (where a record keeps its visible fields), to fill a new one in place.
+/// The items of a tuple (where a record keeps its visible fields): to fill a new one in place,
+/// or to read one (`args::items`).
 ///
 /// # Safety
-/// `tuple` must be a tuple, and a record must have been made before (so [`items_offset`] has
-/// run).
+/// `tuple` must be a tuple, and [`items_offset`] must have run: `register` makes the types at
+/// import, which runs it.
 pub unsafe fn tuple_items(tuple: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
+    debug_assert!(OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed) != 0);
     record_items(tuple)
 }
 

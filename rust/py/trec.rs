@@ -122,7 +122,8 @@ fn read_file<'py>(
 ///
 /// # Safety
 /// The object is the caller's alone until then: the caller writes every byte before it shares
-/// the object (reading it first reads garbage), and does not use the slice after.
+/// the object (reading it first reads garbage), and does not use the slice after, nor once the
+/// object is dropped (the slice is its buffer).
 unsafe fn unset_bytes(
     py: Python<'_>,
     total: Option<usize>,
