@@ -7,7 +7,8 @@ Competitors, timed interleaved round by round (best of the rounds):
 - ``rankfusion.rrf`` on 2 lists x 100 str ids (~40% overlap): full output, ``limit=10``,
   ``trace=True``; a ``rankfusion.Fusion()`` made once and called (full output);
 - ``rankfusion.fuse`` wsum over min-max with weights and ``limit=10`` on the same lists with
-  scores, against the same ``Fusion`` made once and called (its settings checked once);
+  scores, against the same ``Fusion`` made once and called (its settings checked once); that
+  ``Fusion`` with the scores as numpy arrays and as ints, and RRF with a 100-key ``boost``;
 - a plain Python dict RRF (what a user writes in six lines), and the same collecting each key's
   contributions for the trace row;
 - ``cfloor``: a minimal hand-written C extension doing RRF over lists of str
@@ -29,6 +30,8 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -132,7 +135,17 @@ def main() -> None:
     assert fusion_rrf(lists) == rankfusion.rrf(lists)
     assert fusion_wsum(lists, scores) == rankfusion.fuse(lists, scores=scores, **wsum)
 
+    # The same call with other forms of its inputs: numpy score arrays, integer scores, a boost.
+    score_arrays = [np.asarray(s) for s in scores]
+    int_scores = [list(range(len(lst), 0, -1)) for lst in lists]
+    boost = {key: float(i) for i, key in enumerate(lists[0])}
+    fusion_boost = rankfusion.Fusion(boost_weight=0.5, limit=10)
+    assert fusion_wsum(lists, score_arrays) == fusion_wsum(lists, scores)
+
     calls = {
+        "Fusion(wsum) numpy scores": lambda: fusion_wsum(lists, score_arrays),
+        "Fusion(wsum) int scores": lambda: fusion_wsum(lists, int_scores),
+        "Fusion(boost) 100-key boost": lambda: fusion_boost(lists, boost=boost),
         "rrf full": lambda: rankfusion.rrf(lists),
         "Fusion() full": lambda: fusion_rrf(lists),
         "fuse wsum limit=10": lambda: rankfusion.fuse(lists, scores=scores, **wsum),
