@@ -231,6 +231,13 @@ def test_errors_carry_what_and_where(module):
         assert pickle.loads(pickle.dumps(e.value)).fields() == e.value.fields()
 
 
+class _Floaty(float):
+    """A float subclass whose ``float()`` is not its value."""
+
+    def __float__(self):
+        return 5.0
+
+
 class _Floats(list):
     """A list subclass: read through the general path, as any other iterable."""
 
@@ -307,6 +314,11 @@ def test_scores_as_numpy_arrays_read_as_the_reference_reads_them():
             [3.0, enum.IntEnum("E", "A B")["B"], 1],
             [3.0, 2, nan],
             [3.0, "2", 1],
+            [np.float32(3.5), np.float64(2.0), np.int64(-1)],
+            [np.uint64(2**64 - 1), np.float16(1.5), np.int8(3)],
+            [np.float64(nan), np.float32(1.0), 0.5],
+            [np.longdouble(3), _Floaty(2.0), 1.0],
+            [np.bool_(True), 1.0, 2.0],
         )
     ]
     for method, norm in [("wsum", "min-max"), ("rrf", None), ("sum", "z-score")]:

@@ -634,3 +634,28 @@ def test_batch_uint64_ids_beyond_int64_are_refused_in_either_byte_order(impl, dt
     assert str(e.value) == "ids must fit in int64, got np.uint64(9223372036854775813)"
     out = impl.revalidate_batch(np.array([[1, 2**63 - 1, 3]], dtype=dtype), scores, everything)
     assert out.ids.tolist() == [[1, 2**63 - 1, 3]]
+
+
+def test_numpy_scalars_as_ids_and_scores_read_as_the_reference_reads_them():
+    class Floaty(float):
+        def __float__(self):
+            return 5.0
+
+    store = Store({1: "a", 2: "b", 3: "c"})
+    forms = [
+        [(np.int64(1), np.float64(0.5)), (np.int64(2), np.float32(0.25))],
+        [(1, np.float16(0.5)), (np.uint8(2), np.int64(3)), (3, np.uint64(2**64 - 1))],
+        [(1, Floaty(0.5)), (2, np.longdouble(0.25)), (3, np.bool_(True))],
+        [(1, np.float64("nan")), (2, 0.25)],
+    ]
+    for candidates in forms:
+        outcomes = []
+        for module in (rankfusion, rankfusion.reference):
+            try:
+                out = module.revalidate(candidates, store)
+                outcomes.append(
+                    [(type(r.id), r.id, r.record, type(r.score), r.score.hex()) for r in out]
+                )
+            except (TypeError, ValueError) as e:
+                outcomes.append((type(e), str(e)))
+        assert outcomes[0] == outcomes[1], candidates

@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
 use pyo3::{ffi, Borrowed};
 
@@ -198,11 +198,63 @@ pub fn plain_real(x: &Bound<'_, PyAny>) -> Option<f64> {
     Some(v)
 }
 
+/// numpy's own integer and float scalar types (float64/32/16, int8..int64, uint8..uint64), once
+/// numpy is imported (no instance of them exists before): None until then.
+fn numpy_scalar_types(py: Python<'_>) -> Option<&[Py<PyType>]> {
+    static TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+    if let Some(types) = TYPES.get(py) {
+        return Some(types);
+    }
+    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+    let numpy = modules
+        .cast_into::<PyDict>()
+        .ok()?
+        .get_item("numpy")
+        .ok()??;
+    let names = [
+        "float64", "float32", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16",
+        "uint32", "uint64",
+    ];
+    let types: PyResult<Vec<_>> = names
+        .iter()
+        .map(|name| Ok(numpy.getattr(*name)?.cast_into::<PyType>()?.unbind()))
+        .collect();
+    let types = types.ok()?; // (numpy still being imported: asked again next time)
+    Some(TYPES.get_or_init(py, || types))
+}
+
+/// Whether `x` is an instance of one of numpy's own integer and float scalar types (not of a
+/// subclass): real numbers whose `float(x)` is numpy's C conversion, and hashable.
+pub fn is_numpy_scalar(x: &Bound<'_, PyAny>) -> bool {
+    let ty = x.get_type();
+    numpy_scalar_types(x.py()).is_some_and(|types| types.iter().any(|t| t.is(&ty)))
+}
+
+/// [`plain_real`], or the value of a numpy integer or float scalar ([`is_numpy_scalar`]) as
+/// `float(x)` gives it (numpy's C conversion; no Python code of the caller's runs); None for
+/// any other value.
+#[inline]
+pub fn known_real(x: &Bound<'_, PyAny>) -> Option<f64> {
+    if let Some(v) = plain_real(x) {
+        return Some(v);
+    }
+    if !is_numpy_scalar(x) {
+        return None;
+    }
+    // SAFETY: a numpy scalar, the GIL held: its `__float__`, -1.0 with an exception set if it
+    // fails.
+    let v = unsafe { ffi::PyFloat_AsDouble(x.as_ptr()) };
+    if v == -1.0 && PyErr::take(x.py()).is_some() {
+        return None;
+    }
+    Some(v)
+}
+
 /// A real number (int, float, numpy scalar, Fraction...; not bool) as a float64, like the
 /// reference's `_real`: a conversion that overflows is a ValueError; NaN and infinities are
 /// returned (the core's checks reject them where they must be finite).
 pub fn real(value: &Bound<'_, PyAny>, name: &str) -> Result<f64, Bad> {
-    if let Some(x) = plain_real(value) {
+    if let Some(x) = known_real(value) {
         return Ok(x);
     }
     let py = value.py();

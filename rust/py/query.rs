@@ -8,7 +8,9 @@ use pyo3::{ffi, Borrowed};
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 
-use super::args::{as_tuple, describe, items, mapping_type, plain_real, private_tuple, real, repr};
+use super::args::{
+    as_tuple, describe, items, known_real, mapping_type, plain_real, private_tuple, real, repr,
+};
 use super::arrays::{contiguous, slice};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
@@ -104,7 +106,7 @@ fn raw_scores(
                     break;
                 }
             }
-            let value = match plain_real(x) {
+            let value = match known_real(x) {
                 Some(v) => v,
                 None => real(x, &format!("scores[{i}][{j}]"))?,
             };

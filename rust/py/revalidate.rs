@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::{
-    as_tuple, describe, index, integer, integer_setting, items, items_of, mapping_type, pair_of,
-    real, repr, type_name, Arg,
+    as_tuple, describe, index, integer, integer_setting, is_numpy_scalar, items, items_of,
+    known_real, mapping_type, pair_of, real, repr, type_name, Arg,
 };
 use super::arrays::{borrow, contiguous, matrix, numpy, slice};
 use super::errors::type_error;
@@ -108,6 +108,7 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
         let exact_int = id.is_exact_instance_of::<PyInt>();
         if !exact_int
             && !id.is_exact_instance_of::<PyString>()
+            && !is_numpy_scalar(&id)
             && !id.is_instance(hashable_type(py)?)?
         {
             return Err(type_error(
@@ -125,7 +126,11 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
         let score = if score.is_exact_instance_of::<PyFloat>() {
             score
         } else {
-            PyFloat::new(py, real(&score, &format!("candidates[{i}][1]"))?).into_any()
+            let x = match known_real(&score) {
+                Some(x) => x,
+                None => real(&score, &format!("candidates[{i}][1]"))?,
+            };
+            PyFloat::new(py, x).into_any()
         };
         pairs.push((id, score));
     }
