@@ -8,7 +8,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
-use pyo3::{ffi, Borrowed};
+use pyo3::{ffi, intern, Borrowed};
 
 use super::errors::Bad;
 use super::results::tuple_items;
@@ -57,6 +57,15 @@ pub fn type_name(value: &Bound<'_, PyAny>) -> String {
 /// `type(value).__name__ + " " + repr(value)`, for messages.
 pub fn describe(value: &Bound<'_, PyAny>) -> String {
     format!("{} {}", type_name(value), repr(value))
+}
+
+/// The module `name` when it has been imported (`sys.modules[name]`), without importing it:
+/// none of its objects exists before.
+pub fn imported<'py>(py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    static SYS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    let sys = SYS.get_or_try_init(py, || py.import("sys").map(Bound::unbind))?;
+    let modules = sys.bind(py).getattr(intern!(py, "modules"))?;
+    modules.cast_into::<PyDict>()?.get_item(name)
 }
 
 /// `collections.abc.Mapping`.
@@ -191,8 +200,13 @@ pub fn plain_real(x: &Bound<'_, PyAny>) -> Option<f64> {
     }
     // SAFETY: an exact int, the GIL held: `int.__float__`'s conversion, -1.0 with an exception
     // set when it overflows.
-    let v = unsafe { ffi::PyLong_AsDouble(x.as_ptr()) };
-    if v == -1.0 && PyErr::take(x.py()).is_some() {
+    unless_failed(x.py(), unsafe { ffi::PyLong_AsDouble(x.as_ptr()) })
+}
+
+/// `v`, a C conversion's result, unless it is -1.0 with an exception set: its failure (then
+/// None, the exception cleared).
+fn unless_failed(py: Python<'_>, v: f64) -> Option<f64> {
+    if v == -1.0 && PyErr::take(py).is_some() {
         return None;
     }
     Some(v)
@@ -205,12 +219,7 @@ fn numpy_scalar_types(py: Python<'_>) -> Option<&[Py<PyType>]> {
     if let Some(types) = TYPES.get(py) {
         return Some(types);
     }
-    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    let numpy = modules
-        .cast_into::<PyDict>()
-        .ok()?
-        .get_item("numpy")
-        .ok()??;
+    let numpy = imported(py, "numpy").ok()??;
     let names = [
         "float64", "float32", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16",
         "uint32", "uint64",
@@ -234,7 +243,7 @@ pub fn is_numpy_scalar(x: &Bound<'_, PyAny>) -> bool {
 /// `float(x)` gives it (numpy's C conversion; no Python code of the caller's runs); None for
 /// any other value.
 #[inline]
-pub fn known_real(x: &Bound<'_, PyAny>) -> Option<f64> {
+fn known_real(x: &Bound<'_, PyAny>) -> Option<f64> {
     if let Some(v) = plain_real(x) {
         return Some(v);
     }
@@ -243,20 +252,23 @@ pub fn known_real(x: &Bound<'_, PyAny>) -> Option<f64> {
     }
     // SAFETY: a numpy scalar, the GIL held: its `__float__`, -1.0 with an exception set if it
     // fails.
-    let v = unsafe { ffi::PyFloat_AsDouble(x.as_ptr()) };
-    if v == -1.0 && PyErr::take(x.py()).is_some() {
-        return None;
-    }
-    Some(v)
+    unless_failed(x.py(), unsafe { ffi::PyFloat_AsDouble(x.as_ptr()) })
 }
 
 /// A real number (int, float, numpy scalar, Fraction...; not bool) as a float64, like the
 /// reference's `_real`: a conversion that overflows is a ValueError; NaN and infinities are
 /// returned (the core's checks reject them where they must be finite).
 pub fn real(value: &Bound<'_, PyAny>, name: &str) -> Result<f64, Bad> {
+    real_named(value, || name.to_owned())
+}
+
+/// [`real`] of an item among many, its name made only when it is not a float, an int or a
+/// numpy scalar (`name()`: `scores[0][3]`).
+pub fn real_named(value: &Bound<'_, PyAny>, name: impl FnOnce() -> String) -> Result<f64, Bad> {
     if let Some(x) = known_real(value) {
         return Ok(x);
     }
+    let name = &name();
     let py = value.py();
     if value.is_instance_of::<PyBool>() || !value.is_instance(real_type(py)?)? {
         return Err(Error::named(

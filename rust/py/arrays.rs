@@ -10,9 +10,9 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyTuple, PyType};
 
-use super::args::integer;
+use super::args::{imported, integer};
 use super::errors::{type_error, value_error};
 use crate::batch::{self, IdMatrix};
 use crate::memory::Buffer;
@@ -34,13 +34,7 @@ fn not_masked(value: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
     let masked = match MASKED_ARRAY.get(py) {
         Some(masked) => masked,
         None => {
-            static SYS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-            let sys = SYS.get_or_try_init(py, || py.import("sys").map(Bound::unbind))?;
-            let modules = sys.bind(py).getattr(intern!(py, "modules"))?;
-            let Some(core) = modules
-                .cast::<PyDict>()?
-                .get_item(intern!(py, "numpy.ma.core"))?
-            else {
+            let Some(core) = imported(py, "numpy.ma.core")? else {
                 return Ok(());
             };
             // (Absent while the module is still being imported: then no instance exists yet.)
@@ -137,9 +131,7 @@ pub fn borrow<'py, T: numpy::Element>(
 
 /// The data of a C-contiguous borrow.
 pub fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<&'a [T]> {
-    array
-        .as_slice()
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    array.as_slice().map_err(unexpected)
 }
 
 /// numpy's refusal of a borrow or a slice that cannot happen here (a new array, or one checked

@@ -51,14 +51,11 @@ pub fn _pairs_union<'py>(
     for list in &lists {
         for item in list.iter() {
             // A pair (`tuple_pairs`), unless an id's `__hash__` or `__eq__` changed the list
-            // since: item 0 is read checked.
-            let Some(id) = item
-                .cast_exact::<PyTuple>()
-                .ok()
-                .and_then(|t| t.get_borrowed_item(0).ok())
-            else {
+            // since: then the general path names the bad candidate.
+            let Some(pair) = pair_of(&item) else {
                 return Ok(None);
             };
+            let id = pair.id();
             match seen.set_item(id, &none) {
                 Ok(()) => {}
                 Err(e) if e.is_instance_of::<PyTypeError>(py) => return Ok(None),

@@ -9,7 +9,7 @@ use pyo3::{ffi, Borrowed};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 
 use super::args::{
-    as_tuple, describe, items, known_real, mapping_type, plain_real, private_tuple, real, repr,
+    as_tuple, describe, items, mapping_type, plain_real, private_tuple, real, real_named, repr,
 };
 use super::arrays::{contiguous, slice};
 use super::errors::{fusion_error, located, type_error};
@@ -106,10 +106,7 @@ fn raw_scores(
                     break;
                 }
             }
-            let value = match known_real(x) {
-                Some(v) => v,
-                None => real(x, &format!("scores[{i}][{j}]"))?,
-            };
+            let value = real_named(x, || format!("scores[{i}][{j}]"))?;
             raw.push(params::raw_score(value, read, i, j)?);
         }
         if let Some(e) = interrupted {
@@ -437,7 +434,7 @@ impl Engine {
                         let normalized = PyFloat::new(py, c.normalized).into_any();
                         CONTRIBUTION.make_array(py, [a, b, c2, d, e, normalized], false)?
                     };
-                    // SAFETY: `items` is a new tuple of `contributions.len()` slots, all NULL;
+                    // SAFETY: `explained` is a new tuple of `contributions.len()` slots, all NULL;
                     // `i` is in range (a record was made above: the items' offset is known).
                     unsafe {
                         *tuple_items(explained.as_ptr()).add(i) = item.into_ptr();
@@ -449,8 +446,8 @@ impl Engine {
                     self.trace.boosts[j],
                 ];
                 let hit = if applied.iter().all(|x| x.is_nan()) {
+                    // factor .. boost left unset: None
                     HIT.make_array(py, [key.to_owned(), score, explained], true)
-                // factor .. boost unset: None
                 } else {
                     let [factor, divisor, boost] = applied.map(float_or_none);
                     HIT.make_array(

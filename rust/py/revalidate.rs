@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::{
     as_tuple, describe, index, integer, integer_setting, is_numpy_scalar, items, items_of,
-    known_real, mapping_type, pair_of, real, repr, type_name, Arg,
+    mapping_type, pair_of, real_named, repr, type_name, Arg,
 };
 use super::arrays::{borrow, contiguous, matrix, numpy, slice};
 use super::errors::type_error;
@@ -126,10 +126,7 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
         let score = if score.is_exact_instance_of::<PyFloat>() {
             score
         } else {
-            let x = match known_real(&score) {
-                Some(x) => x,
-                None => real(&score, &format!("candidates[{i}][1]"))?,
-            };
+            let x = real_named(&score, || format!("candidates[{i}][1]"))?;
             PyFloat::new(py, x).into_any()
         };
         pairs.push((id, score));

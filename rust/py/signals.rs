@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 
+use super::args::imported;
 use crate::cancel::{Cancel, Hook, Outside};
 
 pub struct Signals {
@@ -107,8 +108,7 @@ fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
     if MAIN.with(Cell::get) {
         return Ok(true);
     }
-    let modules = py.import("sys")?.getattr("modules")?;
-    if !modules.contains("threading")?
+    if imported(py, "threading")?.is_none()
         && py
             .import("_thread")?
             .call_method0("_count")?
