@@ -399,3 +399,37 @@ def test_a_setting_that_raises_is_reported_in_its_turn(impl, settings, expected)
     else:
         with pytest.raises(type(expected), match=str(expected)):
             impl.Fusion(**settings)
+
+
+class _FusesOnEq(str):
+    """A str key whose ``==`` fuses another query first: the inner call needs the thread's key
+    table while the outer call is using it."""
+
+    def __hash__(self):
+        return 7  # every such key collides, so ``==`` runs
+
+    def __eq__(self, other):
+        inner = [[f"inner{i}" for i in range(300)], [f"inner{i}" for i in range(299, -1, -1)]]
+        assert rf.rrf(inner, limit=3) == ref.rrf(inner, limit=3)
+        return str.__eq__(self, other)
+
+
+def test_a_key_whose_eq_fuses_meanwhile_leaves_the_outer_call_exact():
+    keys = [_FusesOnEq(f"k{i}") for i in range(40)]
+    lists = [keys, keys[::-1], [f"plain{i}" for i in range(500)] + keys[:5]]
+    for fn in (rf.rrf, ref.rrf):
+        hits = fn(lists)
+        assert [h.key for h in hits] == [h.key for h in ref.rrf(lists)]
+        assert [h.score for h in hits] == [h.score for h in ref.rrf(lists)]
+    # The thread's table, used by calls of other sizes after, still interns exactly.
+    for n in (1, 700, 3):
+        small = [[f"s{i}" for i in range(n)], [f"s{i}" for i in range(n - 1, -1, -1)]]
+        assert rf.rrf(small) == ref.rrf(small)
+
+
+def test_fresh_str_keys_whose_hash_is_not_computed_yet_intern_as_dict_does():
+    # Strings made at run time carry no hash until one is asked for; equal ones are one key.
+    a = ["".join(["key", str(i)]) for i in range(200)]
+    b = ["".join(["key", str(i)]) for i in range(199, -1, -1)]
+    assert rf.rrf([a, b]) == ref.rrf([list(a), list(b)])
+    assert len(rf.rrf([a, b])) == 200

@@ -190,7 +190,7 @@ const KEPT_MAX: usize = 4;
 
 thread_local! {
     /// Engines given back on this thread, for its next calls (their buffers have grown already).
-    static KEPT: RefCell<Vec<Engine>> = const { RefCell::new(Vec::new()) };
+    static KEPT: RefCell<Vec<Box<Engine>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Engine {
@@ -204,14 +204,14 @@ impl Engine {
 
     /// An engine kept on this thread, else a new one (a call may start while another call on
     /// this thread uses one: a key's `__eq__` that fuses).
-    pub fn take(trace: bool) -> Self {
+    pub fn take(trace: bool) -> Box<Self> {
         let mut engine = KEPT.with(|k| k.borrow_mut().pop()).unwrap_or_default();
         engine.ws.set_trace(trace);
         engine
     }
 
     /// Keeps the engine for this thread's next call.
-    pub fn give_back(self) {
+    pub fn give_back(self: Box<Self>) {
         KEPT.with(|k| {
             let mut kept = k.borrow_mut();
             if kept.len() < KEPT_MAX {

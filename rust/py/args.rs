@@ -11,7 +11,7 @@ use pyo3::types::{
 use pyo3::{ffi, intern, Borrowed};
 
 use super::errors::Bad;
-use super::results::tuple_items;
+use super::layout::{float_value, tuple_items};
 use crate::error::Error;
 use crate::fusion::params::{self, Duplicates, Integer, TieBreak};
 use crate::fusion::{Method, Norm};
@@ -193,7 +193,7 @@ fn real_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 #[inline]
 pub fn plain_real(x: &Bound<'_, PyAny>) -> Option<f64> {
     if let Ok(f) = x.cast_exact::<PyFloat>() {
-        return Some(f.value());
+        return Some(float_value(f));
     }
     if !x.is_exact_instance_of::<PyInt>() {
         return None;

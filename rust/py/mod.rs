@@ -14,6 +14,7 @@ mod fusion;
 mod gc;
 mod hybrid;
 mod keys;
+mod layout;
 mod optimize;
 mod query;
 mod results;
@@ -26,6 +27,7 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    layout::init(m.py())?;
     results::register(m)?;
     m.add_class::<fusion::PyFusion>()?;
     m.add_function(wrap_pyfunction!(fusion::_fusion, m)?)?;

@@ -2,9 +2,9 @@
 //! inputs, in order: lists, the plan, scores, boost), fused by the engine, and the page built as
 //! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
-use pyo3::{ffi, Borrowed};
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 
@@ -15,7 +15,8 @@ use super::arrays::{contiguous, slice};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
 use super::keys::{exact_ints, PyInterner};
-use super::results::{is_atomic, tuple_items, CONTRIBUTION, HIT};
+use super::layout::{list_items, tuple_items};
+use super::results::{is_atomic, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::{At, Error};
 use crate::fusion::params;
@@ -83,11 +84,11 @@ fn raw_scores(
         if item.is_none() {
             continue;
         }
-        let read_whole = match exact_reals(&item) {
-            Some(values) => Some(values),
-            None => float_array(&item)?,
-        };
-        if let Some(values) = read_whole {
+        if let Some(values) = exact_reals(&item, i, lists[i].len(), read) {
+            raw_scores[i] = Some(values?);
+            continue;
+        }
+        if let Some(values) = float_array(&item)? {
             params::list_scores_len(i, values.len(), lists[i].len())?;
             let raw = values.into_iter().enumerate();
             let raw = raw.map(|(j, x)| params::raw_score(x, read, i, j));
@@ -119,30 +120,35 @@ fn raw_scores(
     Ok(raw_scores)
 }
 
-/// The values of `scores`' item when it is an exact list of exact floats and ints (see
-/// [`plain_real`]), shorter than `SIGNALS_EVERY`, read in place, so the list needs no copy:
-/// nothing of Python's runs while they are read, until an int overflows a float (its exception
-/// is made, then the list is never read again). None for any other value.
-fn exact_reals(item: &Bound<'_, PyAny>) -> Option<Vec<f64>> {
-    let py = item.py();
+/// The raw scores of list `i` (of `len` keys) when `scores[i]` is an exact list of exact floats
+/// and ints (see [`plain_real`]) shorter than `SIGNALS_EVERY`, checked as `raw_scores` checks
+/// them: read in place, so the list needs no copy. Nothing of Python's runs while they are
+/// read, until an int overflows a float (its exception is made, then the list is never read
+/// again). None for any other value.
+fn exact_reals(
+    item: &Bound<'_, PyAny>,
+    i: usize,
+    len: usize,
+    read: bool,
+) -> Option<Result<Vec<f64>, Error>> {
     let list = item.cast_exact::<PyList>().ok()?;
-    let n = list.len();
-    if n >= SIGNALS_EVERY {
+    // SAFETY: read while nothing of Python's runs (above), the first failure ending the reads.
+    let items = unsafe { list_items(list) }?;
+    if items.len() >= SIGNALS_EVERY {
         return None;
     }
-    let mut values = Vec::with_capacity(n);
-    for j in 0..n {
-        // SAFETY: a list, the GIL held; `j` is inside it, and it cannot have changed (see
-        // above). A borrowed reference, or NULL with an exception set.
-        let x =
-            unsafe { Borrowed::from_ptr_or_opt(py, ffi::PyList_GetItem(list.as_ptr(), j as _)) };
-        let Some(x) = x else {
-            drop(PyErr::take(py));
-            return None;
-        };
-        values.push(plain_real(&x)?);
-    }
-    Some(values)
+    let checked = (|| {
+        params::list_scores_len(i, items.len(), len)?;
+        let mut values = Vec::with_capacity(items.len());
+        for (j, x) in items.iter().enumerate() {
+            let Some(x) = plain_real(x) else {
+                return Ok(None);
+            };
+            values.push(params::raw_score(x, read, i, j)?);
+        }
+        Ok(Some(values))
+    })();
+    checked.transpose()
 }
 
 /// The values of `scores`' item when it is a 1-D numpy array of a real dtype (integers, floats

@@ -20,6 +20,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 
 use super::args::{as_tuple, integer, real};
+use super::layout::tuple_items;
 
 /// A field: its name and its getter's docstring.
 struct Field {
@@ -211,9 +212,8 @@ impl Spec {
 
     fn make_type(&'static self, py: Python<'_>) -> PyResult<Py<PyType>> {
         let n = self.fields.len();
-        items_offset(py)?; // before any getter reads OFFSET_CACHE
-                           // One getter per field, its index in the closure pointer: a field left NULL (a hidden
-                           // field the core did not set) reads as None.
+        // One getter per field, its index in the closure pointer: a field left NULL (a hidden
+        // field the core did not set) reads as None.
         let mut getset: Vec<ffi::PyGetSetDef> = self
             .fields
             .iter()
@@ -283,14 +283,14 @@ impl Spec {
     ) -> PyResult<Bound<'py, PyAny>> {
         let n = self.fields.len();
         // SAFETY: a record of this type has `n` fields, stored as `n` tuple items from
-        // `record_items`. A freed instance taken back from the free list is a dead object of
+        // `tuple_items`. A freed instance taken back from the free list is a dead object of
         // this very type (reference count 0, items released, untracked, holding its reference to
         // the type: the type, and so the items' offset, were made before it), revived here; a new
         // one is allocated with room for the fields (zeroed, GC-tracked). Every field is set to
         // a new reference, and the tuple length is that of the visible fields.
         unsafe {
             let (obj, reused) = self.instance(py)?;
-            let items = record_items(obj);
+            let items = tuple_items(obj);
             let mut set = 0;
             for (i, v) in values.into_iter().take(n).enumerate() {
                 *items.add(i) = v.into_ptr();
@@ -337,7 +337,7 @@ impl Spec {
     ) -> Bound<'py, PyAny> {
         // SAFETY: as the caller promises: a record of this type, its items writable.
         unsafe {
-            let items = record_items(obj);
+            let items = tuple_items(obj);
             // Visible fields are tuple items and never NULL; hidden ones not given stay NULL
             // (read as None), which spares a reference count on each.
             for i in set..self.visible {
@@ -381,7 +381,7 @@ impl Spec {
                     return Err(e);
                 }
             };
-            let items = record_items(obj);
+            let items = tuple_items(obj);
             for (i, v) in values.iter().enumerate() {
                 if i < self.fields.len() {
                     *items.add(i) = v.as_ptr();
@@ -398,7 +398,6 @@ impl Spec {
     #[inline(never)]
     fn alloc(&'static self, py: Python<'_>) -> PyResult<*mut ffi::PyObject> {
         let ty = self.ty_object(py)?;
-        items_offset(py)?;
         // SAFETY: `ty` is a record type of `fields.len()` items; a new object or NULL with an
         // exception set.
         let obj = unsafe {
@@ -427,43 +426,6 @@ pub fn is_atomic(item: &Bound<'_, PyAny>) -> bool {
         || item == unsafe { ffi::Py_None() }
 }
 
-/// Where a tuple's items start (`tuple.__basicsize__`: 24 bytes on 64-bit CPython up to 3.13;
-/// read, not assumed, since 3.14 adds a field before them).
-fn items_offset(py: Python<'_>) -> PyResult<usize> {
-    static OFFSET: PyOnceLock<usize> = PyOnceLock::new();
-    OFFSET
-        .get_or_try_init(py, || {
-            let offset: usize = py
-                .get_type::<PyTuple>()
-                .getattr("__basicsize__")?
-                .extract()?;
-            OFFSET_CACHE.store(offset, std::sync::atomic::Ordering::Relaxed);
-            Ok::<_, PyErr>(offset)
-        })
-        .copied()
-}
-
-/// The items of a record: its visible fields and the others after them.
-///
-/// # Safety
-/// `obj` must be a record made by [`Spec::make`] (so [`items_offset`] has run).
-pub unsafe fn record_items(obj: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
-    // SAFETY: `offset` is where a tuple's items start, inside the record's allocation.
-    let offset = OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed);
-    obj.cast::<u8>().add(offset).cast()
-}
-
-/// The items of a tuple (where a record keeps its visible fields): to fill a new one in place,
-/// or to read one (`args::items`).
-///
-/// # Safety
-/// `tuple` must be a tuple, and [`items_offset`] must have run: `register` makes the types at
-/// import, which runs it.
-pub unsafe fn tuple_items(tuple: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
-    debug_assert!(OFFSET_CACHE.load(std::sync::atomic::Ordering::Relaxed) != 0);
-    record_items(tuple)
-}
-
 /// The getter of field `closure` (its index): the field, or None where it is NULL.
 ///
 /// # Safety
@@ -472,14 +434,11 @@ unsafe extern "C" fn get_field(
     obj: *mut ffi::PyObject,
     closure: *mut std::ffi::c_void,
 ) -> *mut ffi::PyObject {
-    let item = *record_items(obj).add(closure as usize);
+    let item = *tuple_items(obj).add(closure as usize);
     let item = if item.is_null() { ffi::Py_None() } else { item };
     ffi::Py_INCREF(item);
     item
 }
-
-/// `items_offset`, for the slots that run without a `Python` token.
-static OFFSET_CACHE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// tp_dealloc: untracked, every field released (not only the visible ones), freed.
 ///
@@ -490,7 +449,7 @@ unsafe extern "C" fn dealloc<const N: usize>(obj: *mut ffi::PyObject) {
     // by `Spec::make`; its fields are NULL or owned references.
     let ty = ffi::Py_TYPE(obj);
     ffi::PyObject_GC_UnTrack(obj.cast());
-    let items = record_items(obj);
+    let items = tuple_items(obj);
     for i in 0..N {
         let item = *items.add(i);
         if !item.is_null() {
@@ -523,7 +482,7 @@ unsafe extern "C" fn traverse<const N: usize>(
     arg: *mut std::ffi::c_void,
 ) -> std::ffi::c_int {
     // SAFETY: `obj` is a record of `N` fields, each NULL or a live object, as `visit` needs.
-    let items = record_items(obj);
+    let items = tuple_items(obj);
     for i in 0..N {
         let item = *items.add(i);
         if !item.is_null() {

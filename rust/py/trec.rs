@@ -12,7 +12,8 @@ use pyo3::{ffi, Borrowed, PyTypeInfo};
 
 use super::errors::{core_error, text};
 use super::fusion::fusion_arg;
-use super::results::{record_items, HIT};
+use super::layout::tuple_items;
+use super::results::HIT;
 use super::signals;
 use crate::pool;
 use crate::trec::fuse::{self, RunFile as CoreRunFile};
@@ -289,7 +290,7 @@ fn run_lines<'py>(
                 // SAFETY: an exact Hit, made by `Spec::make`: a record whose items 0 and 1 are
                 // its key and its score (never NULL).
                 let (key, score) = unsafe {
-                    let items = record_items(item.as_ptr());
+                    let items = tuple_items(item.as_ptr());
                     (
                         Borrowed::from_ptr(py, *items),
                         Borrowed::from_ptr(py, *items.add(1)),
