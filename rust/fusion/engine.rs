@@ -190,6 +190,8 @@ const KEPT_MAX: usize = 4;
 
 thread_local! {
     /// Engines given back on this thread, for its next calls (their buffers have grown already).
+    // Boxed: taking one and giving it back moves a pointer, not the workspace.
+    #[allow(clippy::vec_box)]
     static KEPT: RefCell<Vec<Box<Engine>>> = const { RefCell::new(Vec::new()) };
 }
 
