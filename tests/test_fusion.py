@@ -155,6 +155,27 @@ def test_check_is_the_calls_check_of_the_number_of_lists():
         f([[1], [2], [3]])
 
 
+def test_a_fusion_called_on_varying_numbers_of_lists_plans_each_call_right():
+    # A Fusion keeps the plan of the number of lists it first met: calls on other numbers of
+    # lists (more, fewer, none, an error in between) are planned for themselves.
+    a, b, c = ["x", "y", "z"], ["y", "w"], ["w", "x", "v"]
+    for kw in ({}, {"normalize": True, "k": 2}, {"method": "mnz", "norm": "rank"}):
+        f, r = rf.Fusion(**kw), ref.Fusion(**kw)
+        for lists in ([a, b], [a, b, c], [a], [a, b], [], [c, a, b], [a, b]):
+            same_outcome(result(f, lists), result(r, lists))
+        queries = [[a, b], [a, b, c], [a], [a, b]]
+        assert_same_many(f.many(queries), r.many(queries))
+    f, r = rf.Fusion(weights=[1.0, 2.0]), ref.Fusion(weights=[1.0, 2.0])
+    for lists in ([a, b], [a, b, c], [a, b], [b]):
+        same_outcome(result(f, lists), result(r, lists))
+
+
+def assert_same_many(got, want) -> None:
+    assert len(got) == len(want)
+    for hits, want_hits in zip(got, want):
+        assert_same_hits(hits, want_hits)
+
+
 def test_the_core_method_table_is_the_references():
     assert tuple(rf.METHODS) == tuple(ref.METHODS)
     for name, row in rf.METHODS.items():

@@ -484,3 +484,27 @@ def test_an_id_whose_hash_changes_the_candidates_does_not_crash():
 
     candidates.extend([(Meddling(), 0.5), ("b", 0.25)])
     assert rankfusion._core._pairs_union([candidates]) is None  # the general path names it
+
+
+def test_a_liveness_check_that_makes_a_candidate_no_pair_is_named():
+    keyword = [(i, 1.0 / i) for i in range(1, 9)]
+
+    class Meddling(set):
+        def __contains__(self, id):
+            keyword[3] = "no pair"  # after the pairs were checked, while they are read
+            return super().__contains__(id)
+
+    class Store:
+        def live_ids(self, ids):
+            return Meddling(ids)
+
+        def get(self, id):
+            return {"id": id}
+
+    class Same(AsGiven):
+        def keyword_search(self, text, k):
+            return self.candidates  # the list itself, not a copy
+
+    # The one-call path gives way to the general one, which names the candidate.
+    with pytest.raises(TypeError, match=r"^candidates\[3\] must be an \(id, score\) pair"):
+        hybrid_search(Store(), "q", None, keyword_index=Same(keyword), limit=5)

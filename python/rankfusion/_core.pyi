@@ -588,11 +588,14 @@ def _pairs_union(searches: Sequence[Any]) -> Optional[list[Any]]:
     names a bad one). An id's own exception other than TypeError propagates.
     """
 
-def _fuse_live_pairs(searches: Sequence[Any], alive: Any, window: int, fusion: Fusion) -> list[Hit]:
+def _fuse_live_pairs(
+    searches: Sequence[Any], alive: Any, window: int, fusion: Fusion
+) -> list[Hit] | None:
     """The fusion of the live candidates of each search: each list keeps, in order, its candidates
     whose id is `in alive`, up to `window` of them, and is fused as `fusion(ids, scores)` — the
-    same hits, the same errors. Every search must be a list of `(id, float)` 2-tuples (TypeError
-    otherwise: the caller checks with `_pairs_union` first).
+    same hits, the same errors. None when a search is not a list of `(id, float)` 2-tuples, or no
+    longer is (an id's `__eq__` changed it): the caller fuses the general way, which names the
+    bad candidate.
     """
 
 # Private helper of rankfusion.optimize (not part of the API).

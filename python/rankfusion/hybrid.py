@@ -323,11 +323,12 @@ def hybrid_search(
             alive = set(alive)
     else:
         alive = records = _records(store, union) if union else {}
+    hits = None
     if where is None and tuple_pairs:
         # (id, float) tuples and no `where`: each list keeps its live candidates, in order, up
-        # to `window`, and the two are fused, in one call
+        # to `window`, and the two are fused, in one call (None: an id's `__eq__` changed a list)
         hits = _fuse_live_pairs(searches, alive, window, fusion)
-    else:
+    if hits is None:
         lookup = records if records is not None else dict.fromkeys(alive, True)
         lists = [
             [(r.id, r.score) for r in revalidate(c, lookup, where=where, limit=window)]

@@ -1105,3 +1105,29 @@ fn a_plans_table_of_factors_is_the_formula_of_each_count() {
     }
     assert_eq!(tested, 7); // isr, log_isr, logn_isr, mnz, gmnz, wmnz, mixed
 }
+
+#[test]
+fn a_kept_plan_serves_only_its_number_of_lists() {
+    // plan_kept keeps the first plan it makes and lends it to calls of that many lists; any
+    // other number of lists gets a plan of its own, equal to plan(n); errors are plan(n)'s.
+    let fusion = Fusion {
+        normalize: true,
+        ..method(Method::Rrf)
+    };
+    let kept = std::sync::OnceLock::new();
+    for n in [3, 3, 2, 5, 3, 1] {
+        let got = fusion.plan_kept(n, &kept).expect("a valid plan");
+        assert_eq!(*got, fusion.plan(n).expect("a valid plan"), "{n}");
+        let lent = matches!(got, std::borrow::Cow::Borrowed(_));
+        assert_eq!(lent, n == 3, "{n}");
+    }
+    let weighted = Fusion {
+        weights: Some(vec![1.0, 2.0]),
+        ..method(Method::Rrf)
+    };
+    let kept = std::sync::OnceLock::new();
+    let refused = weighted.plan_kept(3, &kept).map(|_| ()).unwrap_err();
+    assert_eq!(refused, weighted.plan(3).map(|_| ()).unwrap_err());
+    assert!(kept.get().is_none());
+    assert!(weighted.plan_kept(2, &kept).is_ok() && kept.get().is_some());
+}

@@ -12,6 +12,9 @@
 
 use super::canonical_sum;
 pub use super::methods::{Combine, Factor, Kind, Method, Norm, Param, Term};
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use crate::error::{Error, Result};
 use crate::format;
 
@@ -695,6 +698,19 @@ impl Fusion {
             per_list("lower_is_better", lower.len(), n_lists, "values")?;
         }
         Ok(Plan::new(self.clone(), weights, normalizer))
+    }
+
+    /// [`Fusion::plan`], taken from `kept` when it holds the plan of `n_lists` lists, else made
+    /// (and kept there when `kept` is empty): a fusion called query after query on the same
+    /// number of lists plans once.
+    pub fn plan_kept<'a>(&self, n_lists: usize, kept: &'a OnceLock<Plan>) -> Result<Cow<'a, Plan>> {
+        if let Some(plan) = kept.get().filter(|p| p.weights.len() == n_lists) {
+            return Ok(Cow::Borrowed(plan));
+        }
+        match kept.set(self.plan(n_lists)?) {
+            Ok(()) => self.plan_kept(n_lists, kept), // (borrowed from `kept` now)
+            Err(plan) => Ok(Cow::Owned(plan)),       // `kept` holds another's
+        }
     }
 
     /// The `sigma` a fusion shows: logn_isr's (0.01 unless given); none for other methods.

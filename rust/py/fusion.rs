@@ -2,6 +2,8 @@
 //! core, and the functions users call (`rrf`, `fuse`, `rrf_many`, `rrf_batch`, `fuse_batch`),
 //! each a `Fusion` made from its keyword arguments and called.
 
+use std::sync::OnceLock;
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -35,6 +37,8 @@ use crate::fusion::params::Setting;
 #[pyclass(frozen, module = "rankfusion", name = "Fusion")]
 pub struct PyFusion {
     pub fusion: core::Fusion,
+    /// The plan of the number of lists it was first called on (`Fusion::plan_kept`).
+    plan: OnceLock<core::Plan>,
 }
 
 /// A setting's value as Python shows it (`to_dict`, `repr`).
@@ -59,6 +63,7 @@ impl PyFusion {
     fn new(settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         Ok(PyFusion {
             fusion: fusion_of(settings, settings::ALL, "Fusion")?,
+            plan: OnceLock::new(),
         })
     }
 
@@ -76,7 +81,7 @@ impl PyFusion {
         scores: Option<&Bound<'py, PyAny>>,
         boost: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        query::call(py, &self.fusion, lists, scores, boost)
+        query::call(py, &self.fusion, Some(&self.plan), lists, scores, boost)
     }
 
     /// Fuses Q queries at once from id arrays: `ids` per list a 2-D integer array (Q, N_i)
@@ -321,7 +326,7 @@ pub fn rrf<'py>(
     settings: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let fusion = fusion_of(settings, settings::RRF, "rrf")?;
-    query::call(py, &fusion, lists, scores, None)
+    query::call(py, &fusion, None, lists, scores, None)
 }
 
 /// Fusion of ranked lists (each best first) by any method: `Fusion(**settings)(lists, scores,
@@ -339,7 +344,7 @@ pub fn fuse<'py>(
     settings: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let fusion = fusion_of(settings, settings::ALL, "fuse")?;
-    query::call(py, &fusion, lists, scores, boost)
+    query::call(py, &fusion, None, lists, scores, boost)
 }
 
 /// `[rrf(lists, scores=scores[q], **settings) for q, lists in enumerate(queries)]` with the

@@ -66,14 +66,11 @@ pub fn _pairs_union<'py>(
     Ok(Some(seen.keys()))
 }
 
-fn not_pairs() -> PyErr {
-    PyTypeError::new_err("searches must be lists of (id, float) tuples")
-}
-
 /// The fusion of the live candidates of each search: each list keeps, in order, its candidates
 /// whose id is `in alive`, up to `window` of them, and is fused as `fusion(ids, scores)` — the
-/// same hits, the same errors. Every search must be a list of `(id, float)` 2-tuples (TypeError
-/// otherwise: the caller checks with `_pairs_union` first).
+/// same hits, the same errors. None when a search is not a list of `(id, float)` 2-tuples, or no
+/// longer is (an id's `__eq__` changed it): the caller fuses the general way, which names the
+/// bad candidate.
 #[pyfunction]
 #[pyo3(signature = (searches, alive, window, fusion))]
 pub fn _fuse_live_pairs<'py>(
@@ -82,29 +79,35 @@ pub fn _fuse_live_pairs<'py>(
     alive: &Bound<'py, PyAny>,
     window: &Bound<'py, PyAny>,
     fusion: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
+) -> PyResult<Option<Bound<'py, PyList>>> {
     let fusion = fusion_arg(fusion)?;
     let Some(searches) = tuple_pairs(searches)? else {
-        return Err(not_pairs());
+        return Ok(None);
     };
     let window = integer(window, "window", 0)?;
     let mut lists = Vec::with_capacity(searches.len());
     let mut scores = Vec::with_capacity(searches.len());
     for search in &searches {
         // The list is the caller's: `alive.__contains__` may have changed it.
-        let live = take_kept(search.iter(), window, |item| {
-            let Some(pair) = pair_of(&item) else {
-                return Err(not_pairs());
+        let mut changed = false;
+        let live = take_kept(search.iter(), window, |item| -> PyResult<_> {
+            let pair = pair_of(&item).filter(|p| p.score().is_exact_instance_of::<PyFloat>());
+            let Some(pair) = pair.filter(|_| !changed) else {
+                changed = true;
+                return Ok(None);
             };
             let (id, score) = (pair.id(), pair.score());
             let live = alive.contains(id)?;
             Ok(live.then(|| (id.to_owned(), score.to_owned())))
         })?;
+        if changed {
+            return Ok(None);
+        }
         let (ids, values): (Vec<_>, Vec<_>) = live.into_iter().unzip();
         lists.push(PyTuple::new(py, ids)?);
         scores.push(PyTuple::new(py, values)?);
     }
     let lists = PyTuple::new(py, lists)?;
     let scores = PyTuple::new(py, scores)?.into_any();
-    query::call(py, &fusion, lists.as_any(), Some(&scores), None)
+    query::call(py, &fusion, None, lists.as_any(), Some(&scores), None).map(Some)
 }

@@ -3,6 +3,8 @@
 //! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
 use pyo3::ffi;
+use std::sync::OnceLock;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 
@@ -95,25 +97,16 @@ fn raw_scores(
             raw_scores[i] = Some(raw.collect::<Result<_, _>>()?);
             continue;
         }
-        let values = private_tuple(&item, || format!("scores[{i}]"))?;
-        params::list_scores_len(i, values.len(), lists[i].len())?;
-        let mut raw = Vec::with_capacity(values.len());
-        let mut interrupted = None;
-        for (j, x) in items(&values).iter().enumerate() {
+        let mut copy = vec![private_tuple(&item, || format!("scores[{i}]"))?];
+        params::list_scores_len(i, copy[0].len(), lists[i].len())?;
+        let mut raw = Vec::with_capacity(copy[0].len());
+        for j in 0..copy[0].len() {
             // A long list, read with the GIL held: signals are checked as it goes.
             if j % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
-                if let Err(e) = x.py().check_signals() {
-                    interrupted = Some(e);
-                    break;
-                }
+                check_signals_or_free(item.py(), &mut copy)?;
             }
-            let value = real_named(x, || format!("scores[{i}][{j}]"))?;
+            let value = real_named(&items(&copy[0])[j], || format!("scores[{i}][{j}]"))?;
             raw.push(params::raw_score(value, read, i, j)?);
-        }
-        if let Some(e) = interrupted {
-            // Raised at once: the copy of the list is freed on another thread.
-            signals::free_later(values.py(), vec![values.into_any().unbind()]);
-            return Err(e);
         }
         raw_scores[i] = Some(raw);
     }
@@ -512,27 +505,32 @@ fn incomparable_ties(py: Python<'_>, e: PyErr) -> PyErr {
     err
 }
 
-/// `fusion(lists, scores, boost)`: one query fused by an engine of this thread's.
+/// `fusion(lists, scores, boost)`: one query fused by an engine of this thread's, its plan
+/// taken from `kept` (a `Fusion`'s: see `Fusion::plan_kept`) when given.
 pub fn call<'py>(
     py: Python<'py>,
     fusion: &Fusion,
+    kept: Option<&OnceLock<Plan>>,
     lists: &Bound<'py, PyAny>,
     scores: Option<&Bound<'py, PyAny>>,
     boost: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let mut engine = Engine::take(fusion.trace);
-    let out = fuse_query(&mut engine, py, fusion, lists, scores, boost);
+    let own = OnceLock::new();
+    let kept = kept.unwrap_or(&own);
+    let out = fuse_query(&mut engine, py, fusion, kept, lists, scores, boost);
     engine.give_back();
     out
 }
 
 /// One query fused by `engine`, its inputs checked in order (the lists, the plan of their
-/// number, the scores, the boost). On an error, a large input's copies are freed on another
+/// number (kept in `kept`), the scores, the boost). On an error, a large input's copies are freed on another
 /// thread so that the call raises at once (Ctrl-C, say).
 fn fuse_query<'py>(
     engine: &mut Engine,
     py: Python<'py>,
     fusion: &Fusion,
+    kept: &OnceLock<Plan>,
     lists: &Bound<'py, PyAny>,
     scores: Option<&Bound<'py, PyAny>>,
     boost: Option<&Bound<'py, PyAny>>,
@@ -542,7 +540,7 @@ fn fuse_query<'py>(
         raw_scores: Vec::new(),
     };
     let mut fuse = |query: &mut Query<'py>| {
-        let plan = fusion.plan(query.lists.len())?;
+        let plan = fusion.plan_kept(query.lists.len(), kept)?;
         query.raw_scores = extract_raw_scores(scores, &query.lists, &plan)?;
         let boost = extract_boost(boost, fusion)?;
         engine.fuse(py, query, &plan, &boost, fusion.trace)
@@ -582,13 +580,14 @@ pub fn many<'py>(
     super::arrays::thread_count(threads.cloned())?;
     fusion.check_boost(false)?;
     let mut engine = Engine::take(fusion.trace);
+    let kept = OnceLock::new(); // (the queries' plan, while they have the same number of lists)
     let out = PyList::empty(py);
     let mut fuse_all = || {
         for (q, lists) in queries.iter().enumerate() {
             // Short fusions one after the other, the GIL held: signals are checked between them.
             py.check_signals()?;
             let raw = scores.as_ref().map(|s| s.get_item(q)).transpose()?;
-            let one = fuse_query(&mut engine, py, fusion, &lists, raw.as_ref(), None);
+            let one = fuse_query(&mut engine, py, fusion, &kept, &lists, raw.as_ref(), None);
             out.append(one.map_err(|e| located(py, e, At::Query(q)))?)?;
         }
         Ok::<_, PyErr>(())
