@@ -65,6 +65,14 @@ def fusion():
     )
     ref = reference.rrf([["c1", "c2"], ["c2", "c3"]], k=10, weights=[1, 2], trace=True)
     check(explained(hits) == explained(ref), f"rrf {hits} != reference {ref}")
+    # Inputs read in place where this CPython keeps them (rust/py/layout.rs, checked at import):
+    # lists of float and int scores; str keys whose hash is computed already, and not yet.
+    keys = [["".join(("d", str(i))) for i in range(50)], [f"d{i}" for i in range(60, 10, -1)]]
+    scores = [[1.0 / (i + 1) for i in range(50)], list(range(50, 0, -1))]
+    for method, norm in [("wsum", "min-max"), ("mnz", "z-score"), ("max", "sum")]:
+        kw = dict(scores=scores, method=method, norm=norm, trace=True)
+        got, want = rankfusion.fuse(keys, **kw), reference.fuse(keys, **kw)
+        check(explained(got) == explained(want), f"{method} {got[:3]} != reference {want[:3]}")
     # Results are tuples: compared, ordered and hashed as their visible fields (the type's
     # tp_richcompare and tp_hash slots, made differently on CPython 3.9).
     plain = rankfusion.rrf([["c1", "c2"], ["c2", "c3"]], k=10, weights=[1, 2])
