@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import collections
+import collections.abc
 import enum
 import pickle
 import types
@@ -378,6 +379,57 @@ def test_every_form_of_boost_reads_the_same():
             got = _outcome(core, lists, scores, boost)
             want = _outcome(reference, lists, scores, boost)
             assert got == want, (kw, boost, got, want)
+
+
+class _ItemsMapping(collections.abc.Mapping):
+    """A mapping whose ``items()`` gives what it is told to: lists, iterators, wrong lengths."""
+
+    def __init__(self, items):
+        self._items = items
+
+    def __getitem__(self, key):
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self):
+        return len(self._items)
+
+    def items(self):
+        return self._items
+
+
+def test_a_boost_mappings_items_are_any_pairs_and_anything_else_is_named():
+    # A pair from items() is any iterable of two (a list, an iterator, a namedtuple); anything
+    # else is our error naming boost, in both (it was pyo3's bare "is not an instance of
+    # 'tuple'", or Python's unpacking errors in the reference).
+    lists = [["a", "b", 1], ["c", 1.0, "a"]]
+    pair = collections.namedtuple("pair", "key value")
+    forms = [
+        ([["a", 2.0], ["c", 1]], None),
+        (lambda: [iter(("a", 2.0)), pair("b", 0.5)], None),
+        ([("a", 1.0, 2)], (rf.FusionError, "got 3 items")),
+        ([("a",)], (rf.FusionError, "got 1 items")),
+        ([3], (rf.FusionTypeError, "got int 3")),
+        (["ab"], (rf.FusionTypeError, "got str 'ab'")),
+        ([["a", float("nan")]], (rf.FusionError, "boost['a'] must be finite")),
+    ]
+    for items, error in forms:
+        fresh = items if callable(items) else lambda items=items: items
+        for kw in (dict(boost_weight=0.5, trace=True), dict(method="wsum", boost_weight=2.0)):
+            core, reference = rf.Fusion(**kw), ref.Fusion(**kw)
+            scores = [[3.0, 2.0, 1.0], [1.0, 0.5, 0.0]]
+            got = _outcome(core, lists, scores, _ItemsMapping(fresh()))
+            want = _outcome(reference, lists, scores, _ItemsMapping(fresh()))
+            assert got == want, (kw, fresh(), got, want)
+            if error is None:
+                plain = dict(tuple(p) for p in fresh())
+                assert got == _outcome(reference, lists, scores, plain)
+            else:
+                kind, text = error
+                assert got[0] is kind and text in got[1], got
+                assert got[2]["argument"] == "boost"
 
 
 def test_numpy_bools_are_flags():

@@ -276,18 +276,19 @@ def _int64(value: Any, name: str) -> int:
     return n
 
 
-def _pair(value: Any, name: str) -> list:
-    """One candidate: an iterable of exactly two items (str/bytes are not pairs)."""
-    bad = f"{name} must be an (id, score) pair, got {_describe(value)}"
+def _pair(value: Any, name: str, must: str = "") -> list:
+    """One candidate (or item of a boost): an iterable of exactly two items (str/bytes are not
+    pairs). ``must`` says what it must be: "{name} must be an (id, score) pair" unless given."""
+    must = must or f"{name} must be an (id, score) pair"
     if isinstance(value, (str, bytes, bytearray)):
-        raise _bad_type(name, bad)
+        raise _bad_type(name, f"{must}, got {_describe(value)}")
     try:
         iterator = iter(value)
     except TypeError:
-        raise _bad_type(name, bad) from None
+        raise _bad_type(name, f"{must}, got {_describe(value)}") from None
     pair = list(iterator)
     if len(pair) != 2:
-        raise _bad_value(name, f"{name} must be an (id, score) pair, got {len(pair)} items")
+        raise _bad_value(name, f"{must}, got {len(pair)} items")
     return pair
 
 
@@ -687,7 +688,10 @@ class Fusion:
             raise _bad_type(
                 "boost", f"boost must be a mapping key -> value, got {_describe(boost)}"
             )
-        return {key: _real(v, f"boost[{key!r}]") for key, v in boost.items()}
+        pairs = (
+            _pair(p, "boost", "boost.items() must give (key, value) pairs") for p in boost.items()
+        )
+        return {key: _real(v, f"boost[{key!r}]") for key, v in pairs}
 
     def __call__(self, lists: Iterable[Iterable[Hashable]], scores: Any = None, boost: Any = None):
         """Fuses one query; see docs/semantics.md."""

@@ -347,6 +347,25 @@ pub fn list_scores_len(list: usize, got: usize, keys: usize) -> Result<()> {
     }
 }
 
+/// An item of `boost.items()` that is not a (key, value) pair: `got` shows it (its type and
+/// repr: a `TypeError`) or its number of items (a `ValueError`).
+pub fn not_a_boost_pair(got: &str, wrong_type: bool) -> Error {
+    let message = format!("boost.items() must give (key, value) pairs, got {got}");
+    if wrong_type {
+        Error::wrong_type("boost", message)
+    } else {
+        invalid("boost", message)
+    }
+}
+
+/// An item of `boost.items()` of `n` items is a pair.
+pub fn check_boost_pair(n: usize) -> Result<()> {
+    if n == 2 {
+        return Ok(());
+    }
+    Err(not_a_boost_pair(&format!("{n} items"), false))
+}
+
 /// normalize=True's divisor: the values `w / (k + 1)` of the lists of positive weight, added
 /// like a score; an error when there is no positive weight or the sum under- or overflows.
 pub fn normalizer(weights: &[f64], k: f64) -> Result<f64> {
