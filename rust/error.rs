@@ -306,6 +306,15 @@ impl Error {
     }
 }
 
+/// A value of `n` items is a pair (a candidate, an item of `boost.items()`); else the error
+/// `not_a_pair("{n} items", false)`.
+pub fn check_pair(n: usize, not_a_pair: impl FnOnce(&str, bool) -> Error) -> Result<()> {
+    if n == 2 {
+        return Ok(());
+    }
+    Err(not_a_pair(&format!("{n} items"), false))
+}
+
 /// A key rendered without Python: ints as digits, bytes as Python would `repr` their text
 /// (approximately), a key not looked up as its place `lists[i][j]`.
 pub fn plain_key(key: &KeyRef) -> String {

@@ -63,14 +63,6 @@ pub fn not_a_pair(i: usize, got: &str, wrong_type: bool) -> Error {
     )
 }
 
-/// Candidate `i` of `revalidate`, of `n` items, is a pair.
-pub fn check_pair(i: usize, n: usize) -> Result<()> {
-    if n == 2 {
-        return Ok(());
-    }
-    Err(not_a_pair(i, &format!("{n} items"), false))
-}
-
 /// `revalidate_batch`'s scores have the shape of its ids.
 pub fn check_shapes(scores: &[usize], ids: &[usize]) -> Result<()> {
     if scores == ids {
@@ -204,12 +196,14 @@ thread_local! {
     static TABLE: std::cell::RefCell<IdTable> = std::cell::RefCell::new(IdTable::default());
 }
 
-/// [`plan_ints`] with this thread's table, kept from call to call (a fresh one if it is in use).
+/// [`plan_ints`] with this thread's table, kept from call to call (a fresh one if it is in use,
+/// or once the thread's storage is torn down).
 pub fn plan_ints_here(ids: &[i64]) -> Result<Plan> {
-    TABLE.with(|t| match t.try_borrow_mut() {
-        Ok(mut table) => plan_ints(ids, &mut table),
-        Err(_) => plan_ints(ids, &mut IdTable::default()),
-    })
+    let here = TABLE.try_with(|t| t.try_borrow_mut().ok().map(|mut t| plan_ints(ids, &mut t)));
+    match here {
+        Ok(Some(plan)) => plan,
+        _ => plan_ints(ids, &mut IdTable::default()),
+    }
 }
 
 /// The items that `keep` keeps (returns `Some` of), in order, at most `limit` of them: once
@@ -706,8 +700,9 @@ mod tests {
             "ids must fit in int64, got np.uint64(9223372036854775808)"
         );
         assert_eq!(e.argument(), Some("ids"));
-        assert_eq!(check_pair(4, 2), Ok(()));
-        let e = check_pair(4, 3).unwrap_err();
+        let check = |n| crate::error::check_pair(n, |got, t| not_a_pair(4, got, t));
+        assert_eq!(check(2), Ok(()));
+        let e = check(3).unwrap_err();
         assert_eq!(
             e.to_string(),
             "candidates[4] must be an (id, score) pair, got 3 items"

@@ -207,18 +207,22 @@ impl Engine {
     /// An engine kept on this thread, else a new one (a call may start while another call on
     /// this thread uses one: a key's `__eq__` that fuses).
     pub fn take(trace: bool) -> Box<Self> {
-        let mut engine = KEPT.with(|k| k.borrow_mut().pop()).unwrap_or_default();
+        // (None once the thread's storage is torn down: a new engine.)
+        let kept = KEPT
+            .try_with(|k| k.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten();
+        let mut engine = kept.unwrap_or_default();
         engine.ws.set_trace(trace);
         engine
     }
 
     /// Keeps the engine for this thread's next call.
     pub fn give_back(self: Box<Self>) {
-        KEPT.with(|k| {
-            let mut kept = k.borrow_mut();
-            if kept.len() < KEPT_MAX {
-                kept.push(self);
-            }
+        // (Dropped when the thread's storage is torn down.)
+        let _ = KEPT.try_with(|k| match k.try_borrow_mut() {
+            Ok(mut kept) if kept.len() < KEPT_MAX => kept.push(self),
+            _ => {}
         });
     }
 }

@@ -358,14 +358,6 @@ pub fn not_a_boost_pair(got: &str, wrong_type: bool) -> Error {
     }
 }
 
-/// An item of `boost.items()` of `n` items is a pair.
-pub fn check_boost_pair(n: usize) -> Result<()> {
-    if n == 2 {
-        return Ok(());
-    }
-    Err(not_a_boost_pair(&format!("{n} items"), false))
-}
-
 /// normalize=True's divisor: the values `w / (k + 1)` of the lists of positive weight, added
 /// like a score; an error when there is no positive weight or the sum under- or overflows.
 pub fn normalizer(weights: &[f64], k: f64) -> Result<f64> {

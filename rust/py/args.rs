@@ -12,7 +12,7 @@ use pyo3::{ffi, intern, Borrowed};
 
 use super::errors::Bad;
 use super::layout::{float_value, tuple_items};
-use crate::error::Error;
+use crate::error::{check_pair, Error};
 use crate::fusion::params::{self, Duplicates, Integer, TieBreak};
 use crate::fusion::{Method, Norm};
 use crate::trec::{Order, ReadDuplicates};
@@ -111,6 +111,21 @@ impl<'a, 'py> Pair<'a, 'py> {
 pub fn pair_of<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Option<Pair<'a, 'py>> {
     let items = items(value.cast_exact::<PyTuple>().ok()?);
     (items.len() == 2).then_some(Pair(items))
+}
+
+/// `value` as a pair: an exact 2-tuple read in place, else any iterable of two items but a
+/// str/bytes (a candidate of `revalidate`, an item of `boost.items()`); anything else is
+/// `not_a_pair(got, wrong_type)`, `got` its type and repr or its number of items.
+pub fn two_items<'py>(
+    value: &Bound<'py, PyAny>,
+    not_a_pair: impl Fn(&str, bool) -> Error,
+) -> Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Bad> {
+    if let Some(pair) = pair_of(value) {
+        return Ok((pair.id().to_owned(), pair.score().to_owned()));
+    }
+    let items = items_of(value, |_| not_a_pair(&describe(value), true).into())?;
+    check_pair(items.len(), not_a_pair)?;
+    Ok((items.get_item(0)?, items.get_item(1)?))
 }
 
 /// [`as_tuple`] for a value read only by this call: a tuple made here (a copy of a list, say)

@@ -108,7 +108,8 @@ impl<'a, 'py> PyInterner<'a, 'py> {
         let lists = lists.iter().map(items).collect();
         // At most half full.
         let size = (2 * n).next_power_of_two().max(16);
-        let (mut slots, mut mark) = TABLE.take();
+        // (None once the thread's storage is torn down: a table of its own.)
+        let (mut slots, mut mark) = TABLE.try_with(|t| t.take()).unwrap_or_default();
         mark = mark.wrapping_add(1);
         if mark == 0 {
             slots.clear(); // every mark used: the table starts again, empty
@@ -192,7 +193,7 @@ impl Drop for PyInterner<'_, '_> {
         if slots.len() > KEEP_SLOTS {
             slots = Vec::new();
         }
-        TABLE.set((slots, self.mark));
+        let _ = TABLE.try_with(|t| t.set((slots, self.mark))); // (dropped once torn down)
     }
 }
 

@@ -11,8 +11,8 @@ use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 
 use super::args::{
-    as_tuple, describe, items, items_of, mapping_type, pair_of, plain_real, private_tuple, real,
-    real_named, repr,
+    as_tuple, describe, items, mapping_type, plain_real, private_tuple, real, real_named, repr,
+    two_items,
 };
 use super::arrays::{contiguous, slice};
 use super::errors::{fusion_error, located, type_error};
@@ -206,7 +206,7 @@ pub fn extract_boost<'py>(
     }
     let values = PyDict::new(py);
     for item in b.call_method0("items")?.try_iter()? {
-        let (key, value) = boost_item(&item?)?;
+        let (key, value) = two_items(&item?, params::not_a_boost_pair)?;
         if is_finite_float(&value) {
             values.set_item(&key, &value)?; // (the name of an item is made only for its error)
             continue;
@@ -216,19 +216,6 @@ pub fn extract_boost<'py>(
         values.set_item(&key, x)?;
     }
     Ok(Some(values))
-}
-
-/// An item of `boost.items()`: a (key, value) pair, any iterable of two items but a str/bytes
-/// (as `revalidate` reads a candidate).
-fn boost_item<'py>(item: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if let Some(pair) = pair_of(item) {
-        return Ok((pair.id().to_owned(), pair.score().to_owned()));
-    }
-    let pair = items_of(item, |_| {
-        params::not_a_boost_pair(&describe(item), true).into()
-    })?;
-    params::check_boost_pair(pair.len())?;
-    Ok((pair.get_item(0)?, pair.get_item(1)?))
 }
 
 /// A failure inside the scan of Python keys: the core's, or a key's own exception.

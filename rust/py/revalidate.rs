@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::args::{
-    as_tuple, describe, index, integer, integer_setting, is_numpy_scalar, items, items_of,
-    mapping_type, pair_of, real_named, repr, type_name, Arg,
+    as_tuple, describe, index, integer, integer_setting, is_numpy_scalar, items, mapping_type,
+    real_named, repr, two_items, type_name, Arg,
 };
 use super::arrays::{borrow, contiguous, matrix, numpy, slice};
 use super::errors::type_error;
@@ -58,21 +58,6 @@ pub fn pool_size<'py>(
 
 // --- revalidate ------------------------------------------------------------------------------------
 
-/// One candidate: an iterable of exactly two items (str/bytes are not pairs).
-fn pair<'py>(
-    value: &Bound<'py, PyAny>,
-    i: usize,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    if let Some(pair) = pair_of(value) {
-        return Ok((pair.id().to_owned(), pair.score().to_owned()));
-    }
-    let items = items_of(value, |_| {
-        core::not_a_pair(i, &describe(value), true).into()
-    })?;
-    core::check_pair(i, items.len())?;
-    Ok((items.get_item(0)?, items.get_item(1)?))
-}
-
 /// The candidates (id, score (a float object)), checked like the reference, and the ids' values
 /// when every one is an exact int that fits in i64.
 struct Candidates<'py> {
@@ -104,7 +89,7 @@ fn extract_candidates<'py>(candidates: &Bound<'py, PyAny>) -> PyResult<Candidate
         if i % SIGNALS_EVERY == SIGNALS_EVERY - 1 {
             py.check_signals()?;
         }
-        let (id, score) = pair(candidate, i)?;
+        let (id, score) = two_items(candidate, |got, t| core::not_a_pair(i, got, t))?;
         let exact_int = id.is_exact_instance_of::<PyInt>();
         if !exact_int
             && !id.is_exact_instance_of::<PyString>()
