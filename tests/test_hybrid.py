@@ -448,17 +448,18 @@ def test_an_unhashable_id_among_tuple_pairs_is_named():
         hybrid_search(LiveSet({1}), "q", None, keyword_index=AsGiven(bad), limit=3)
 
 
-def test_a_liveness_check_that_changes_the_candidates_does_not_crash():
-    keyword = [(i, 1.0 / i) for i in range(1, 9)]
+def search_meddled(keyword: list, meddle) -> list:
+    """hybrid_search over the keyword candidates `keyword` (the index returns the list itself,
+    not a copy) with a store whose liveness check calls `meddle()` before each answer."""
 
-    class Shrinking(set):
+    class Meddling(set):
         def __contains__(self, id):
-            keyword.clear()  # the caller's list, emptied while it is read
+            meddle()
             return super().__contains__(id)
 
     class Store:
         def live_ids(self, ids):
-            return Shrinking(ids)
+            return Meddling(ids)
 
         def get(self, id):
             return {"id": id}
@@ -468,9 +469,14 @@ def test_a_liveness_check_that_changes_the_candidates_does_not_crash():
 
     class Same(AsGiven):
         def keyword_search(self, text, k):
-            return self.candidates  # the list itself, not a copy
+            return self.candidates
 
-    hits = hybrid_search(Store(), "q", None, keyword_index=Same(keyword), limit=5)
+    return hybrid_search(Store(), "q", None, keyword_index=Same(keyword), limit=5)
+
+
+def test_a_liveness_check_that_changes_the_candidates_does_not_crash():
+    keyword = [(i, 1.0 / i) for i in range(1, 9)]
+    hits = search_meddled(keyword, keyword.clear)  # emptied while it is read
     assert ids(hits) == [1]  # read until the list ran out, nothing invented
 
 
@@ -489,22 +495,9 @@ def test_an_id_whose_hash_changes_the_candidates_does_not_crash():
 def test_a_liveness_check_that_makes_a_candidate_no_pair_is_named():
     keyword = [(i, 1.0 / i) for i in range(1, 9)]
 
-    class Meddling(set):
-        def __contains__(self, id):
-            keyword[3] = "no pair"  # after the pairs were checked, while they are read
-            return super().__contains__(id)
-
-    class Store:
-        def live_ids(self, ids):
-            return Meddling(ids)
-
-        def get(self, id):
-            return {"id": id}
-
-    class Same(AsGiven):
-        def keyword_search(self, text, k):
-            return self.candidates  # the list itself, not a copy
+    def unmake_a_pair():  # after the pairs were checked, while they are read
+        keyword[3] = "no pair"
 
     # The one-call path gives way to the general one, which names the candidate.
     with pytest.raises(TypeError, match=r"^candidates\[3\] must be an \(id, score\) pair"):
-        hybrid_search(Store(), "q", None, keyword_index=Same(keyword), limit=5)
+        search_meddled(keyword, unmake_a_pair)

@@ -2,9 +2,9 @@
 //! inputs, in order: lists, the plan, scores, boost), fused by the engine, and the page built as
 //! `Hit` objects; a list of queries (`Fusion.many`) is a loop of it.
 
-use pyo3::ffi;
 use std::sync::OnceLock;
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 
