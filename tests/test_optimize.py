@@ -536,6 +536,61 @@ def test_integral_gains_of_any_type_and_others_named():
         assert str(caught.value) == message
 
 
+def test_gains_beyond_what_trec_eval_evaluates_are_named(tmp_path, capsys):
+    """trec_eval counts a query's judgments in an array of max gain + 1 entries and pytrec_eval
+    reads gains as C ints: a gain of 2**32 scored every metric 0, 2**63 - 1 crashed the
+    process, 2**63 raised a SystemError. Beyond trec.MAX_GAIN (10**6) in size, a gain is a
+    ValueError naming it, wherever qrels are evaluated; up to it, it is evaluated."""
+    runs = [
+        {"1": trec.Ranking(["a", "b"], [2.0, 1.0])},
+        {"1": trec.Ranking(["b", "a"], [2.0, 1.0])},
+    ]
+    fused = trec.fuse(runs)
+    assert trec.MAX_GAIN == 10**6
+    for gain in (10**6, -(10**6)):
+        qrels = {"1": {"a": gain, "b": 1}}
+        assert trec.evaluate(fused, qrels, "P@2")["P@2"] == (1.0 if gain > 0 else 0.5)
+    run_file, other, qrels_file = tmp_path / "a.run", tmp_path / "b.run", tmp_path / "qrels.txt"
+    run_file.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
+    other.write_text("1 Q0 b 1 2.0 t\n1 Q0 a 2 1.0 t\n")
+    for gain in (10**6 + 1, -(10**6) - 1, 2**31, 2**32, 2**63 - 1, 2**63, -(2**64)):
+        message = (
+            f"qrels['1']['a'] must be a gain from -1000000 to 1000000 (what trec_eval "
+            f"evaluates), got {gain}"
+        )
+        qrels = {"1": {"a": gain, "b": 1}}
+        qrels_file.write_text(f"1 0 a {gain}\n1 0 b 1\n")
+        tuned = dict(method="rrf", metric="ndcg@10")
+        calls = [
+            (trec.evaluate, (fused, qrels, "ndcg@10"), {}),
+            (rankfusion.optimize, (runs, qrels), tuned),
+            (rankfusion.optimize, (runs, str(qrels_file)), tuned),
+            (rankfusion.compare, (runs, qrels), dict(metrics="ndcg@10")),
+        ]
+        for function, args, kwargs in calls:
+            with pytest.raises(ValueError) as caught:
+                function(*args, **kwargs)
+            assert str(caught.value) == message
+        for command in (
+            ["fuse", run_file, other, "--qrels", qrels_file, "-o", tmp_path / "o.run"],
+            ["compare", run_file, other, "--qrels", qrels_file],
+            [
+                "optimize",
+                run_file,
+                other,
+                "--qrels",
+                qrels_file,
+                "--method",
+                "rrf",
+                "--metric",
+                "P@1",
+            ],
+        ):
+            code, _, err = run_cli([str(a) for a in command], capsys)
+            assert (code, err) == (1, f"rankfusion {command[0]}: error: {message}\n")
+        assert not (tmp_path / "o.run").exists()
+
+
 def test_qrels_that_judge_nothing_of_the_runs_are_refused():
     """Qrels whose queries no run holds ('001' against '1'), or that judge no document, would
     make every setting score 0 and the "best" a pick of the grid's order: refused, naming

@@ -382,7 +382,7 @@ def _measure(metric: Any) -> Any:
 
 def _qrels(qrels: Any) -> trec.Qrels:
     if isinstance(qrels, (str, os.PathLike)):
-        return trec.read_qrels(qrels)
+        return trec._int_gains(trec.read_qrels(qrels))  # (its gains checked as evaluated)
     if not isinstance(qrels, Mapping):
         raise TypeError(
             f"qrels must be a path or a mapping {{qid: {{docid: gain}}}}, got "

@@ -1249,7 +1249,8 @@ def _optimize_command(args: argparse.Namespace) -> int:
                 message = option + message[len(name) :]
         raise UsageError(message) from None
     _check_stdout()
-    qrels = trec.read_qrels(args.qrels, progress=_progress(args))
+    # (its gains checked as evaluation takes them, as optimize() checks a qrels file's)
+    qrels = trec._int_gains(trec.read_qrels(args.qrels, progress=_progress(args)))
     if args.folds is not None and args.folds > len(qrels):
         raise UsageError(f"--folds {args.folds}: the qrels judge only {len(qrels)} queries")
     n = len(plan.settings)

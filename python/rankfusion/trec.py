@@ -81,6 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._core import Hit
 
 __all__ = [
+    "MAX_GAIN",
     "Qrels",
     "Ranking",
     "Run",
@@ -801,18 +802,32 @@ def parse_metrics(spec: Union[str, Iterable[str]]) -> List[Any]:
     return measures
 
 
+#: The largest gain (in size) that evaluation takes: trec_eval counts a query's judgments in an
+#: array of ``max gain + 1`` entries, and pytrec_eval reads gains as C ints; beyond that it
+#: crashes or misreads them.
+MAX_GAIN = 1_000_000
+
+
 def _gain(value: Any, qid: Any, docid: Any) -> int:
     """A judgment's gain as the int pytrec_eval needs: an integer of any type (numpy's too, as
     a qrels DataFrame gives them) or an integral float (``1.0``); else (a bool, a string, 1.5,
-    NaN) a TypeError naming the judgment."""
+    NaN) a TypeError naming the judgment; a gain beyond ``MAX_GAIN`` in size, a ValueError."""
+    gain = None
     if type(value) is int:
-        return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return int(value)  # numpy's ints (numpy's bool is not an Integral)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        gain = value
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        gain = int(value)  # numpy's ints (numpy's bool is not an Integral)
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
         x = float(value)
         if math.isfinite(x) and x.is_integer():
-            return int(x)
+            gain = int(x)
+    if gain is not None:
+        if abs(gain) > MAX_GAIN:
+            raise ValueError(
+                f"qrels[{qid!r}][{docid!r}] must be a gain from {-MAX_GAIN} to {MAX_GAIN} "
+                f"(what trec_eval evaluates), got {gain}"
+            )
+        return gain
     kind = type(value)
     name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
     raise TypeError(f"qrels[{qid!r}][{docid!r}] must be an integer gain, got {name} {value!r}")
@@ -841,7 +856,8 @@ def evaluate(
     ``run`` is a run or fused hits; it is evaluated as trec_eval would evaluate the file
     :func:`write_run` writes: trec_eval ranks by score and breaks ties by doc id, whatever the
     rank column says. ``qrels``: ``{qid: {docid: gain}}``, each gain an integer (numpy's too)
-    or an integral float (``1.0``); another gain is a TypeError naming it (``qrels['1']['a']``).
+    or an integral float (``1.0``); another gain is a TypeError naming it (``qrels['1']['a']``),
+    and one beyond ``MAX_GAIN`` (10**6) in size a ValueError (trec_eval cannot evaluate it).
     Raises ImportError when ir-measures is not installed.
     """
     ir_measures = _import_ir_measures()
