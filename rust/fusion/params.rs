@@ -10,11 +10,11 @@
 //! lengths, normalize's divisor): the [`Plan`] the engine runs. The checks of a call's own inputs
 //! (raw scores, the boost) are here too ([`raw_score`], [`Fusion::check_boost`], ...).
 
-use super::canonical_sum;
-pub use super::methods::{Combine, Factor, Kind, Method, Norm, Param, Term};
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use super::canonical_sum;
+pub use super::methods::{Combine, Factor, Kind, Method, Norm, Param, Term};
 use crate::error::{Error, Result};
 use crate::format;
 
@@ -351,11 +351,7 @@ pub fn list_scores_len(list: usize, got: usize, keys: usize) -> Result<()> {
 /// repr: a `TypeError`) or its number of items (a `ValueError`).
 pub fn not_a_boost_pair(got: &str, wrong_type: bool) -> Error {
     let message = format!("boost.items() must give (key, value) pairs, got {got}");
-    if wrong_type {
-        Error::wrong_type("boost", message)
-    } else {
-        invalid("boost", message)
-    }
+    Error::named("boost", wrong_type, message)
 }
 
 /// normalize=True's divisor: the values `w / (k + 1)` of the lists of positive weight, added

@@ -86,7 +86,7 @@ pub fn repr(value: &Bound<'_, PyAny>) -> String {
 #[inline]
 pub fn items<'a, 'py>(tuple: &'a Bound<'py, PyTuple>) -> &'a [Bound<'py, PyAny>] {
     // SAFETY: the module's types were made at import, so the offset of a tuple's items is known
-    // (`results::tuple_items`); a tuple's `len()` items start there and never change, and a
+    // (`layout::tuple_items`); a tuple's `len()` items start there and never change, and a
     // `Bound<PyAny>` has the layout of an object pointer.
     unsafe { std::slice::from_raw_parts(tuple_items(tuple.as_ptr()).cast(), tuple.len()) }
 }

@@ -71,7 +71,7 @@ pub fn hashable_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
 /// is not hashable at all is a TypeError naming its position.
 ///
 /// The table is the thread's, kept from call to call up to `KEEP_SLOTS` slots: a slot is
-/// empty unless it holds this interner's mark (`use_mark`), so a table is never cleared.
+/// empty unless it holds this interner's `mark`, so a table is never cleared.
 pub struct PyInterner<'a, 'py> {
     lists: Vec<&'a [Bound<'py, PyAny>]>,
     slots: Vec<Slot>,

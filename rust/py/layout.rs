@@ -46,16 +46,10 @@ pub fn init(py: Python<'_>) -> PyResult<()> {
     // A list's header, then its item array and its allocated size (`PyListObject`).
     let list = PyList::new(py, &probe)?;
     let offset = basicsize(PyList::type_object(py))?.saturating_sub(2 * WORD);
-    // SAFETY: as above; the array pointer is followed only if it is the list's own (checked
-    // first against `PyList_GetItem`'s answer for item 0, whose address it is).
-    let array = unsafe { *at::<*mut *mut ffi::PyObject>(list.as_ptr(), offset) };
-    let first = unsafe { ffi::PyList_GetItem(list.as_ptr(), 0) };
-    // SAFETY: `array` was checked to hold item 0, and the list has two items.
-    if offset >= 2 * WORD
-        && !array.is_null()
-        && unsafe { *array } == first
-        && unsafe { *array.add(1) } == probe_ptrs[1]
-    {
+    // SAFETY: as above: a pointer read inside the list's header, then followed only when it
+    // is not NULL (a list of two items has its array there on CPython), its two items compared.
+    let array = unsafe { *at::<*mut [*mut ffi::PyObject; 2]>(list.as_ptr(), offset) };
+    if offset >= 2 * WORD && !array.is_null() && unsafe { *array } == probe_ptrs {
         LIST_ITEMS.store(offset, Relaxed);
     }
 
@@ -70,9 +64,8 @@ pub fn init(py: Python<'_>) -> PyResult<()> {
 
     // A str's hash follows its header and its length (`PyASCIIObject`), -1 until computed.
     let offset = 3 * WORD;
-    let s = PyString::new(py, "rankfusion");
-    let fresh = PyString::new(py, &format!("{}{}", s, s.len()?));
-    // SAFETY: a live str, larger than its header and length and hash; read, compared.
+    let fresh = PyString::new(py, "rankfusion's probe"); // (a new str: no hash computed yet)
+                                                         // SAFETY: a live str, larger than its header and length and hash; read, compared.
     let unset = unsafe { *at::<isize>(fresh.as_ptr(), offset) };
     let hash = fresh.hash()?;
     let set = unsafe { *at::<isize>(fresh.as_ptr(), offset) };

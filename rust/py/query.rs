@@ -18,7 +18,7 @@ use super::arrays::{contiguous, slice};
 use super::errors::{fusion_error, located, type_error};
 use super::gc;
 use super::keys::{exact_ints, PyInterner};
-use super::layout::{list_items, tuple_items};
+use super::layout::{float_value, list_items, tuple_items};
 use super::results::{is_atomic, CONTRIBUTION, HIT};
 use super::signals::{self, Signals};
 use crate::error::{At, Error};
@@ -131,18 +131,17 @@ fn exact_reals(
     if items.len() >= SIGNALS_EVERY {
         return None;
     }
-    let checked = (|| {
-        params::list_scores_len(i, items.len(), len)?;
-        let mut values = Vec::with_capacity(items.len());
-        for (j, x) in items.iter().enumerate() {
-            let Some(x) = plain_real(x) else {
-                return Ok(None);
-            };
-            values.push(params::raw_score(x, read, i, j)?);
+    if let Err(e) = params::list_scores_len(i, items.len(), len) {
+        return Some(Err(e));
+    }
+    let mut values = Vec::with_capacity(items.len());
+    for (j, x) in items.iter().enumerate() {
+        match params::raw_score(plain_real(x)?, read, i, j) {
+            Ok(v) => values.push(v),
+            Err(e) => return Some(Err(e)),
         }
-        Ok(Some(values))
-    })();
-    checked.transpose()
+    }
+    Some(Ok(values))
 }
 
 /// The values of `scores`' item when it is a 1-D numpy array of a real dtype (integers, floats
@@ -172,7 +171,7 @@ fn float_array(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<f64>>> {
 fn is_finite_float(value: &Bound<'_, PyAny>) -> bool {
     value
         .cast_exact::<PyFloat>()
-        .is_ok_and(|f| f.value().is_finite())
+        .is_ok_and(|f| float_value(f).is_finite())
 }
 
 /// `boost=` of a call of `fusion`: both or neither with `boost_weight`; a mapping key -> finite
@@ -525,8 +524,8 @@ pub fn call<'py>(
 }
 
 /// One query fused by `engine`, its inputs checked in order (the lists, the plan of their
-/// number (kept in `kept`), the scores, the boost). On an error, a large input's copies are freed on another
-/// thread so that the call raises at once (Ctrl-C, say).
+/// number (kept in `kept`), the scores, the boost). On an error, a large input's copies are
+/// freed on another thread so that the call raises at once (Ctrl-C, say).
 fn fuse_query<'py>(
     engine: &mut Engine,
     py: Python<'py>,
